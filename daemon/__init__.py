@@ -1,0 +1,1 @@
+"""The service: settings, the `accelopt` CLI, and (later) watcher, clock, scheduler, workers."""

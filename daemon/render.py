@@ -1,0 +1,129 @@
+"""Turning read models into what the CLI prints: JSON documents or tables for people.
+
+Every latency printed carries its kind: (m) measured on hardware, (e) estimated by a model.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from events.envelope import StoredEvent
+from store.projections.library import LibraryState, PlatformRecord
+
+__all__ = [
+    "event_json",
+    "library_json",
+    "library_table",
+    "parse_until",
+    "print_table",
+    "stored_event_line",
+]
+
+_KIND_MARK = {"measured": "(m)", "estimated": "(e)"}
+
+
+def event_json(stored: StoredEvent) -> dict[str, Any]:
+    return {
+        "position": stored.position,
+        "event_id": stored.event_id,
+        "stream_id": stored.stream_id,
+        "stream_version": stored.stream_version,
+        "type": stored.type,
+        "schema_version": stored.schema_version,
+        "recorded_at": stored.recorded_at.isoformat(),
+        "idempotency_key": stored.idempotency_key,
+        "data": stored.data,
+        "metadata": stored.metadata,
+    }
+
+
+def stored_event_line(stored: StoredEvent, width: int = 120) -> str:
+    head = (
+        f"{stored.position:>8}  {stored.recorded_at:%Y-%m-%d %H:%M:%S}  "
+        f"{stored.type} v{stored.schema_version}  {stored.stream_id}@{stored.stream_version}"
+    )
+    summary = ", ".join(f"{k}={v}" for k, v in sorted(stored.data.items()) if _short(v))
+    line = f"{head}  {summary}"
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _short(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool) and len(str(value)) <= 40
+
+
+def _platform_json(key: str, p: PlatformRecord) -> dict[str, Any]:
+    return {
+        "platform": key,
+        "backend": p.backend,
+        "target": p.target,
+        "latency_kind": p.latency_kind,
+        "baseline_ms": p.baseline_ms,
+        "best_ms": p.best_ms,
+        "speedup": p.speedup,
+        "best_candidate_id": p.best_candidate_id,
+        "promoted_candidate_id": p.promoted_candidate_id,
+        "promoted_ms": p.promoted_ms,
+        "profiles": p.profiles,
+        "failed_profiles": p.failed_profiles,
+    }
+
+
+def library_json(state: LibraryState) -> list[dict[str, Any]]:
+    return [
+        {
+            "task": t.task,
+            "task_dir": t.task_dir,
+            "state": t.state,
+            "revision": t.revision,
+            "source_hash": t.source_hash,
+            "error": t.error,
+            "updated_position": t.updated_position,
+            "updated_at": t.updated_at,
+            "platforms": [_platform_json(k, p) for k, p in sorted(t.platforms.items())],
+        }
+        for _, t in sorted(state.tasks.items())
+    ]
+
+
+def _ms(value: float | None, kind: str | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4g} ms {_KIND_MARK.get(kind or '', '(?)')}"
+
+
+def library_table(state: LibraryState, *, title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("task", "state", "rev", "platform", "baseline", "best", "speedup", "promoted"):
+        table.add_column(column, justify="right" if column in ("rev", "speedup") else "left")
+    for _, task in sorted(state.tasks.items()):
+        state_text = task.state if task.error is None else f"{task.state}: {task.error}"
+        if not task.platforms:
+            table.add_row(task.task, state_text, str(task.revision), "-", "-", "-", "-", "-")
+        for key, p in sorted(task.platforms.items()):
+            table.add_row(
+                task.task,
+                state_text,
+                str(task.revision),
+                key,
+                _ms(p.baseline_ms, p.latency_kind),
+                _ms(p.best_ms, p.latency_kind),
+                f"{p.speedup:.2f}x" if p.speedup else "-",
+                _ms(p.promoted_ms, p.latency_kind),
+            )
+    return table
+
+
+def print_table(table: Table) -> None:
+    Console(soft_wrap=False).print(table)
+
+
+def parse_until(text: str) -> int | datetime:
+    """A position (digits) or an ISO-8601 time; a time without a zone is taken as UTC."""
+    if text.isdigit():
+        return int(text)
+    moment = datetime.fromisoformat(text)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment

@@ -1,0 +1,279 @@
+"""The event vocabulary: every fact accelopt records, in the order of the walk of one kernel.
+
+Streams, by convention:
+- `task:<name>`      the user's task folder (source changes, removal, invalidity, promotions)
+- `search:<task>`    the optimization of a task (plans, candidates, beams, experiences)
+- `job:<id>`         one profiling job; its `ProfileRecorded` is keyed by the job id
+- `llm:<call id>`    one LLM call
+- `daemon:<host>`    daemon lifecycle
+
+Large texts (kernel sources, plans, prompts, responses, summaries) live in the blob table;
+events carry their sha256 in fields named `*_blob`.
+
+Every latency is labelled: `latency_kind` says whether it was measured on real hardware or
+estimated by a cost model, and it travels with the number everywhere.
+"""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from events.base import Event
+
+__all__ = [
+    "EVENT_TYPES",
+    "BeamEntry",
+    "BeamSelected",
+    "CandidateGenerated",
+    "CandidateRejected",
+    "DaemonStarted",
+    "DaemonStopped",
+    "ExperienceSummarized",
+    "KernelDemoted",
+    "KernelPromoted",
+    "KernelRemoved",
+    "KernelSourceChanged",
+    "LLMCallCompleted",
+    "LatencyKind",
+    "PlanProposed",
+    "ProfilePurpose",
+    "ProfileRecorded",
+    "TaskInvalid",
+]
+
+LatencyKind = Literal["measured", "estimated"]
+ProfilePurpose = Literal["baseline", "candidate", "reverify"]
+LLMRole = Literal["planner", "executor", "summarizer", "fixer"]
+RejectReason = Literal[
+    "duplicate",
+    "no_code",
+    "static_check",
+    "compile_error",
+    "incorrect",
+    "timeout",
+    "crashed",
+    "unsupported",
+]
+
+
+# --- the user's task folder -------------------------------------------------------------
+
+
+class KernelSourceChanged(Event):
+    """The files of a task folder appeared or their content changed."""
+
+    task: str
+    task_dir: str
+    content_hash: str
+    """sha256 over the folder's files, names and contents; the task's revision."""
+    files: dict[str, str]
+    """File name → blob sha256 of its content."""
+
+
+class TaskInvalid(Event):
+    """A task folder changed but does not load; retried when it changes again."""
+
+    task: str
+    task_dir: str
+    content_hash: str
+    file: str | None
+    message: str
+
+
+class KernelRemoved(Event):
+    """The task folder is gone from the watched directory."""
+
+    task: str
+    task_dir: str
+
+
+# --- profiling ----------------------------------------------------------------------------
+
+
+class ProfileRecorded(Event):
+    """One kernel compiled, checked and timed on one backend; keyed by its job id."""
+
+    job_id: str
+    task: str
+    purpose: ProfilePurpose
+    candidate_id: str | None
+    """None for the user's own kernel (a baseline); else the candidate profiled."""
+    kernel_hash: str
+    task_source_hash: str
+    """The task revision (`KernelSourceChanged.content_hash`) this work belongs to."""
+    backend: str
+    target: str
+    compiled: bool
+    correct: bool
+    error_kind: str | None = None
+    error_message: str | None = None
+    latency_ms: float | None = None
+    latency_kind: LatencyKind | None = None
+    latency_stats: dict[str, float] = Field(default_factory=dict)
+    counters: dict[str, float] = Field(default_factory=dict)
+    fingerprint: dict[str, str] = Field(default_factory=dict)
+
+
+# --- the search ---------------------------------------------------------------------------
+
+
+class PlanProposed(Event):
+    """The planner proposed one optimization plan for a beam candidate."""
+
+    task: str
+    search_id: str
+    iteration: int
+    plan_id: str
+    plan_index: int
+    parent_candidate_id: str
+    plan_blob: str
+    llm_call_id: str
+
+
+class CandidateGenerated(Event):
+    """A new kernel exists, written by the executor or fixer, or swept from a tunable."""
+
+    task: str
+    search_id: str
+    iteration: int
+    candidate_id: str
+    parent_candidate_id: str | None
+    plan_id: str | None
+    sample_index: int
+    origin: Literal["baseline", "executor", "fixer", "tunable"]
+    kernel_hash: str
+    source_blob: str
+    llm_call_id: str | None
+
+
+class CandidateRejected(Event):
+    """A candidate will not be profiled (again), and why."""
+
+    task: str
+    candidate_id: str
+    reason: RejectReason
+    message: str
+    duplicate_of: str | None = None
+
+
+class BeamEntry(BaseModel):
+    """One kernel kept in the beam, with the latency it was kept for."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    candidate_id: str
+    latency_ms: float
+    latency_kind: LatencyKind
+
+
+class BeamSelected(Event):
+    """The beam for the next iteration; the incumbent is the best kernel so far."""
+
+    task: str
+    search_id: str
+    iteration: int
+    selected: list[BeamEntry]
+    incumbent_id: str
+
+
+class ExperienceSummarized(Event):
+    """The summarizer turned a slow/fast pair into a lesson for the optimization memory."""
+
+    task: str
+    item_id: str
+    polarity: Literal["positive", "negative"]
+    slow_candidate_id: str
+    fast_candidate_id: str
+    speedup: float
+    title: str
+    summary_blob: str
+    llm_call_id: str
+    model: str
+    backend: str
+    target: str
+    fingerprint: dict[str, str] = Field(default_factory=dict)
+
+
+class KernelPromoted(Event):
+    """A verified faster kernel becomes the task's library kernel."""
+
+    task: str
+    candidate_id: str
+    kernel_hash: str
+    task_source_hash: str
+    backend: str
+    target: str
+    latency_ms: float
+    latency_kind: LatencyKind
+    baseline_latency_ms: float
+    speedup: float
+
+
+class KernelDemoted(Event):
+    """A promoted kernel failed re-verification and leaves the library."""
+
+    task: str
+    candidate_id: str
+    backend: str
+    target: str
+    reason: str
+
+
+# --- LLM calls ----------------------------------------------------------------------------
+
+
+class LLMCallCompleted(Event):
+    """One chat completion, so that a replay never calls the API again."""
+
+    call_id: str
+    role: LLMRole
+    model: str
+    base_url: str
+    parameters: dict[str, str | int | float | bool | None]
+    prompt_blob: str
+    response_blob: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cost_usd: float
+    task: str | None = None
+    error: str | None = None
+
+
+# --- the daemon ---------------------------------------------------------------------------
+
+
+class DaemonStarted(Event):
+    host: str
+    pid: int
+    version: str
+    watch_dir: str | None
+    backend: str | None
+
+
+class DaemonStopped(Event):
+    host: str
+    pid: int
+    reason: str
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.type_name(): cls
+    for cls in (
+        KernelSourceChanged,
+        TaskInvalid,
+        KernelRemoved,
+        ProfileRecorded,
+        PlanProposed,
+        CandidateGenerated,
+        CandidateRejected,
+        BeamSelected,
+        ExperienceSummarized,
+        KernelPromoted,
+        KernelDemoted,
+        LLMCallCompleted,
+        DaemonStarted,
+        DaemonStopped,
+    )
+}
+"""Every event type this code reads and writes, by stored type name."""

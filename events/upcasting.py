@@ -1,0 +1,37 @@
+"""Upcasters: pure `dict → dict` steps that lift an old payload one schema version up.
+
+A step is registered for (type, from_version) and returns the payload of from_version + 1;
+the chain runs on read, before decoding, so old events stay readable forever and nothing
+stored is ever rewritten.
+"""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["SHIPPED_UPCASTERS", "Upcaster", "Upcasters"]
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Upcasters:
+    """A set of upcasting steps keyed by (type name, from_version)."""
+
+    steps: Mapping[tuple[str, int], Upcaster] = field(default_factory=dict)
+
+    def upcast(
+        self, type_name: str, version: int, data: dict[str, Any], target: int
+    ) -> dict[str, Any]:
+        """Apply the chain from `version` to `target`; KeyError names a missing step."""
+        while version < target:
+            step = self.steps.get((type_name, version))
+            if step is None:
+                raise KeyError(f"no upcaster for {type_name} from schema version {version}")
+            data = step(data)
+            version += 1
+        return data
+
+
+SHIPPED_UPCASTERS = Upcasters({})
+"""The upcasters of the released schema history (every event type is still at version 1)."""

@@ -1,0 +1,135 @@
+"""`accelopt bench store`: append and replay throughput of the event log, and replay memory.
+
+Runs on a fresh database it creates (a SQLite file in a temporary directory, or a fresh
+schema in the PostgreSQL database given) and removes afterwards. The replay runs in a child
+process so that its peak RSS is the replay's own, not the loader's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from events.codec import DEFAULT_CODEC
+from store.engine import make_engine, normalize_url
+from store.migrate import upgrade
+from store.projections.library import LibraryProjection
+from store.projections.runner import replay
+from store.sql import SqlEventStore
+from store.synthetic import SyntheticWorkload
+
+__all__ = ["TARGETS", "run_store_benchmark"]
+
+TARGETS = {
+    "append_batch_per_s": (">=", 20_000.0),
+    "replay_per_s": (">=", 100_000.0),
+    "replay_peak_rss_mb": ("<", 500.0),
+}
+"""Targets of issue 2, for SQLite (WAL, synchronous=FULL) on a 2-core machine."""
+
+
+@contextmanager
+def _fresh_database(url: str | None) -> Iterator[str]:
+    if url is None or normalize_url(url).get_backend_name() == "sqlite":
+        with tempfile.TemporaryDirectory(prefix="accelopt-bench-") as tmp:
+            yield f"sqlite:///{Path(tmp) / 'bench.db'}"
+        return
+    schema = f"accelopt_bench_{uuid.uuid4().hex[:12]}"
+    admin = make_engine(url)
+    try:
+        with admin.begin() as connection:
+            connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
+        scoped = normalize_url(url).update_query_dict({"options": f"-csearch_path={schema}"})
+        yield scoped.render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as connection:
+            connection.exec_driver_sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        admin.dispose()
+
+
+def _fill(store: SqlEventStore, workload: SyntheticWorkload, count: int, size: int) -> float:
+    """Append `count` events in batches of `size`; returns events per second.
+
+    Events are generated in chunks outside the timed part, so only appends are measured.
+    """
+    remaining, appended, elapsed = max(1, count // size), 0, 0.0
+    while remaining > 0:
+        chunk = [workload.batch(size) for _ in range(min(remaining, 200))]
+        started = time.perf_counter()
+        for stream_id, new_events in chunk:
+            store.append(stream_id, new_events)
+        elapsed += time.perf_counter() - started
+        appended += len(chunk) * size
+        remaining -= len(chunk)
+    return appended / elapsed
+
+
+def _replay_child(url: str) -> dict[str, Any]:
+    store = SqlEventStore.open(url)
+    try:
+        started = time.perf_counter()
+        result = replay(store, LibraryProjection(), use_snapshots=False, codec=DEFAULT_CODEC)
+        elapsed = time.perf_counter() - started
+    finally:
+        store.close()
+    return {
+        "events": result.position,
+        "seconds": elapsed,
+        "tasks": len(result.state.tasks),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def run_store_benchmark(
+    url: str | None = None, *, events: int = 1_000_000, single: int = 2_000, seed: int = 0
+) -> dict[str, Any]:
+    """Measure appends (single and 100-event batches) and a full replay of `events` events."""
+    workload = SyntheticWorkload(seed=seed, tasks=200)
+    with _fresh_database(url) as bench_url:
+        engine = make_engine(bench_url)
+        upgrade(engine)
+        store = SqlEventStore(engine)
+        try:
+            single_per_s = _fill(store, workload, single, 1)
+            batch_per_s = _fill(store, workload, events - store.head(), 100)
+            total = store.head()
+        finally:
+            store.close()
+        child = subprocess.run(
+            [sys.executable, "-m", "store.benchmark", bench_url],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        replayed = json.loads(child.stdout)
+    if replayed["events"] != total:
+        raise RuntimeError(f"replay folded {replayed['events']} events, the log has {total}")
+    backend = sa.make_url(bench_url).get_backend_name()
+    return {
+        "database": backend,
+        "settings": "WAL, synchronous=FULL" if backend == "sqlite" else "EXCLUSIVE append lock",
+        "events": total,
+        "append_single_per_s": round(single_per_s),
+        "append_batch_per_s": round(batch_per_s),
+        "replay_per_s": round(total / replayed["seconds"]),
+        "replay_peak_rss_mb": round(replayed["peak_rss_mb"], 1),
+        "host": {"cpus": os.cpu_count(), "python": platform.python_version()},
+    }
+
+
+if __name__ == "__main__":  # the replay child
+    print(json.dumps(_replay_child(sys.argv[1])))

@@ -1,0 +1,1 @@
+"""Alembic migrations of the event database (run by `accelopt db upgrade`)."""

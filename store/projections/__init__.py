@@ -1,0 +1,16 @@
+"""Projections: the runner that keeps them persisted, replays "as of", and the library."""
+
+from store.projections.library import LibraryProjection, LibraryState, PlatformRecord, TaskRecord
+from store.projections.runner import ProjectionRunner, Replay, SkippedEvent, replay, resolve_until
+
+__all__ = [
+    "LibraryProjection",
+    "LibraryState",
+    "PlatformRecord",
+    "ProjectionRunner",
+    "Replay",
+    "SkippedEvent",
+    "TaskRecord",
+    "replay",
+    "resolve_until",
+]

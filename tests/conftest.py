@@ -1,0 +1,120 @@
+"""Fixtures: a real SQLite file, a fresh schema on a real PostgreSQL server, the memory store.
+
+PostgreSQL comes from ACCELOPT_TEST_PG_URL (default: the local server every development and
+CI machine runs). If it cannot be reached the PostgreSQL tests fail; they never skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from store.base import EventStore
+from store.engine import make_engine, normalize_url
+from store.memory import MemoryEventStore
+from store.migrate import upgrade
+from store.sql import SqlEventStore
+
+PG_URL = os.environ.get("ACCELOPT_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+UrlFactory = Callable[[], str]
+
+
+@pytest.fixture(scope="session")
+def pg_admin() -> Iterator[sa.Engine]:
+    engine = make_engine(PG_URL)
+    try:
+        with engine.connect() as connection:
+            connection.exec_driver_sql("SELECT 1")
+    except sa.exc.OperationalError as e:
+        pytest.fail(f"PostgreSQL at {PG_URL} is unreachable (set ACCELOPT_TEST_PG_URL): {e.orig}")
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def fresh_pg_url(pg_admin: sa.Engine) -> Iterator[UrlFactory]:
+    """Makes migrated PostgreSQL databases: each a schema of its own, dropped afterwards."""
+    schemas: list[str] = []
+
+    def make() -> str:
+        schema = f"accelopt_test_{uuid.uuid4().hex[:12]}"
+        with pg_admin.begin() as connection:
+            connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
+        schemas.append(schema)
+        url = normalize_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
+        text = url.render_as_string(hide_password=False)
+        engine = make_engine(text)
+        upgrade(engine)
+        engine.dispose()
+        return text
+
+    yield make
+    with pg_admin.begin() as connection:
+        for schema in schemas:
+            connection.exec_driver_sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, copied for every database a test asks for."""
+    path = tmp_path_factory.mktemp("template") / "template.db"
+    engine = make_engine(f"sqlite:///{path}")
+    upgrade(engine)
+    engine.dispose()
+    return path
+
+
+@pytest.fixture
+def fresh_sqlite_url(tmp_path: Path, sqlite_template: Path) -> UrlFactory:
+    counter = iter(range(1_000_000))
+
+    def make() -> str:
+        path = tmp_path / f"events-{next(counter)}.db"
+        shutil.copyfile(sqlite_template, path)
+        return f"sqlite:///{path}"
+
+    return make
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest) -> UrlFactory:
+    """A factory of fresh migrated databases of each SQL backend."""
+    name = "fresh_sqlite_url" if request.param == "sqlite" else "fresh_pg_url"
+    factory: UrlFactory = request.getfixturevalue(name)
+    return factory
+
+
+@pytest.fixture
+def open_stores() -> Iterator[Callable[[str], SqlEventStore]]:
+    """Opens SqlEventStores on a URL and closes them all at the end of the test."""
+    opened: list[SqlEventStore] = []
+
+    def open_store(url: str) -> SqlEventStore:
+        store = SqlEventStore.open(url)
+        opened.append(store)
+        return store
+
+    yield open_store
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(
+    request: pytest.FixtureRequest, open_stores: Callable[[str], SqlEventStore]
+) -> Iterator[EventStore]:
+    """Every adapter of the EventStore port, fresh."""
+    if request.param == "memory":
+        memory = MemoryEventStore()
+        yield memory
+        memory.close()
+        return
+    name = "fresh_sqlite_url" if request.param == "sqlite" else "fresh_pg_url"
+    yield open_stores(request.getfixturevalue(name)())

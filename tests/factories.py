@@ -1,0 +1,119 @@
+"""Small builders of typed events for tests."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from events.catalog import (
+    KernelDemoted,
+    KernelPromoted,
+    KernelRemoved,
+    KernelSourceChanged,
+    LLMCallCompleted,
+    ProfileRecorded,
+    TaskInvalid,
+)
+
+
+def source_changed(task: str, content_hash: str) -> KernelSourceChanged:
+    return KernelSourceChanged(
+        task=task,
+        task_dir=f"/kernels/{task}",
+        content_hash=content_hash,
+        files={"kernel.py": "k" + content_hash, "reference.py": "r" + content_hash},
+    )
+
+
+def invalid(task: str, content_hash: str, message: str = "SyntaxError") -> TaskInvalid:
+    return TaskInvalid(
+        task=task,
+        task_dir=f"/kernels/{task}",
+        content_hash=content_hash,
+        file="kernel.py",
+        message=message,
+    )
+
+
+def removed(task: str) -> KernelRemoved:
+    return KernelRemoved(task=task, task_dir=f"/kernels/{task}")
+
+
+def profile(
+    task: str,
+    source_hash: str,
+    *,
+    purpose: str = "baseline",
+    latency_ms: float | None = 1.0,
+    candidate_id: str | None = None,
+    backend: str = "nkisim",
+    target: str = "trn1",
+    job_id: str | None = None,
+    **extra: Any,
+) -> ProfileRecorded:
+    correct = latency_ms is not None
+    return ProfileRecorded.model_validate(
+        {
+            "job_id": job_id or str(uuid.uuid4()),
+            "task": task,
+            "purpose": purpose,
+            "candidate_id": candidate_id,
+            "kernel_hash": "kh-" + (candidate_id or source_hash),
+            "task_source_hash": source_hash,
+            "backend": backend,
+            "target": target,
+            "compiled": True,
+            "correct": correct,
+            "error_kind": None if correct else "incorrect",
+            "error_message": None if correct else "max relative error 0.3",
+            "latency_ms": latency_ms,
+            "latency_kind": ("estimated" if backend == "nkisim" else "measured")
+            if correct
+            else None,
+            **extra,
+        }
+    )
+
+
+def promoted(
+    task: str, source_hash: str, candidate_id: str, latency_ms: float, baseline_ms: float
+) -> KernelPromoted:
+    return KernelPromoted(
+        task=task,
+        candidate_id=candidate_id,
+        kernel_hash="kh-" + candidate_id,
+        task_source_hash=source_hash,
+        backend="nkisim",
+        target="trn1",
+        latency_ms=latency_ms,
+        latency_kind="estimated",
+        baseline_latency_ms=baseline_ms,
+        speedup=baseline_ms / latency_ms,
+    )
+
+
+def demoted(task: str, candidate_id: str) -> KernelDemoted:
+    return KernelDemoted(
+        task=task,
+        candidate_id=candidate_id,
+        backend="nkisim",
+        target="trn1",
+        reason="re-verification failed: max relative error 0.2",
+    )
+
+
+def llm_call(task: str = "t") -> LLMCallCompleted:
+    return LLMCallCompleted(
+        call_id=str(uuid.uuid4()),
+        role="planner",
+        model="gpt-oss-120b",
+        base_url="http://127.0.0.1:1/v1",
+        parameters={"temperature": 1.0},
+        prompt_blob="p" * 64,
+        response_blob="r" * 64,
+        prompt_tokens=10,
+        completion_tokens=5,
+        latency_s=0.5,
+        cost_usd=0.0,
+        task=task,
+    )
