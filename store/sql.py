@@ -52,10 +52,11 @@ __all__ = ["SqlEventStore"]
 PG_LOCK_TIMEOUT = "30s"
 READ_PAGE = 5000
 
-_EVENT_COLUMNS = tuple(
-    # Untyped on purpose: replays read millions of rows, and SQLAlchemy's per-column result
-    # processing costs more than the rest of the fold. `_stored` converts them instead.
-    sa.type_coerce(column, sa.types.NullType()).label(column.name)
+def _event_columns(dialect: str) -> tuple[sa.ColumnElement[Any], ...]:
+    """The columns of a StoredEvent, untyped on purpose: replays read millions of rows, and
+    SQLAlchemy's per-column result processing costs more than the fold; `_stored` converts.
+    PostgreSQL sends jsonb as text, which orjson parses twice as fast as the driver's loader."""
+    selected = []
     for column in (
         events.c.position,
         events.c.event_id,
@@ -67,8 +68,11 @@ _EVENT_COLUMNS = tuple(
         events.c["metadata"],
         events.c.idempotency_key,
         events.c.recorded_at,
-    )
-)
+    ):
+        is_json = column.name in ("data", "metadata") and dialect == "postgresql"
+        value = sa.cast(column, sa.Text) if is_json else column
+        selected.append(sa.type_coerce(value, sa.types.NullType()).label(column.name))
+    return tuple(selected)
 
 
 def _json(value: Any) -> Any:
@@ -85,7 +89,7 @@ def _utc(value: Any) -> datetime:
 
 
 def _stored(row: Any) -> StoredEvent:
-    """A row of `_EVENT_COLUMNS`, in StoredEvent's field order."""
+    """A row of `_event_columns`, in StoredEvent's field order."""
     position, event_id, stream_id, version, type_, schema, data, meta, key, recorded = row
     return StoredEvent(
         position,
@@ -159,6 +163,7 @@ class SqlEventStore(EventStore):
             check_current(engine)
         self.engine = engine
         self.dialect = engine.dialect.name
+        self._columns = _event_columns(self.dialect)
         self._wakeup = LocalWakeup()
 
     @classmethod
@@ -223,7 +228,7 @@ class SqlEventStore(EventStore):
             existing = [
                 _stored(row)
                 for row in connection.execute(
-                    sa.select(*_EVENT_COLUMNS).where(events.c.idempotency_key.in_(keys))
+                    sa.select(*self._columns).where(events.c.idempotency_key.in_(keys))
                 )
             ]
             if existing:
@@ -282,7 +287,7 @@ class SqlEventStore(EventStore):
         remaining = limit
         while remaining is None or remaining > 0:
             page = READ_PAGE if remaining is None else min(READ_PAGE, remaining)
-            query = sa.select(*_EVENT_COLUMNS).where(events.c.position > after)
+            query = sa.select(*self._columns).where(events.c.position > after)
             if until is not None:
                 query = query.where(events.c.position <= until)
             if types is not None:
@@ -300,7 +305,7 @@ class SqlEventStore(EventStore):
 
     def read_stream(self, stream_id: str, *, after_version: int = 0) -> list[StoredEvent]:
         query = (
-            sa.select(*_EVENT_COLUMNS)
+            sa.select(*self._columns)
             .where(events.c.stream_id == stream_id, events.c.stream_version > after_version)
             .order_by(events.c.stream_version)
         )

@@ -26,12 +26,33 @@ PG_URL = os.environ.get("ACCELOPT_TEST_PG_URL", "postgresql://postgres@127.0.0.1
 UrlFactory = Callable[[], str]
 
 
+SCHEMA_PREFIX = "accelopt_test_"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @pytest.fixture(scope="session")
 def pg_admin() -> Iterator[sa.Engine]:
     engine = make_engine(PG_URL)
     try:
-        with engine.connect() as connection:
-            connection.exec_driver_sql("SELECT 1")
+        with engine.begin() as connection:
+            schemas = connection.execute(
+                sa.text("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, :prefix)"),
+                {"prefix": SCHEMA_PREFIX},
+            ).scalars()
+            # Schemas of test runs that were killed before their teardown: drop them.
+            for schema in list(schemas):
+                pid = schema.removeprefix(SCHEMA_PREFIX).split("_")[0]
+                if pid.isdigit() and not _alive(int(pid)):
+                    connection.exec_driver_sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     except sa.exc.OperationalError as e:
         pytest.fail(f"PostgreSQL at {PG_URL} is unreachable (set ACCELOPT_TEST_PG_URL): {e.orig}")
     yield engine
@@ -44,7 +65,7 @@ def fresh_pg_url(pg_admin: sa.Engine) -> Iterator[UrlFactory]:
     schemas: list[str] = []
 
     def make() -> str:
-        schema = f"accelopt_test_{uuid.uuid4().hex[:12]}"
+        schema = f"{SCHEMA_PREFIX}{os.getpid()}_{uuid.uuid4().hex[:12]}"
         with pg_admin.begin() as connection:
             connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
         schemas.append(schema)
