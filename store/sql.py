@@ -52,6 +52,7 @@ __all__ = ["SqlEventStore"]
 PG_LOCK_TIMEOUT = "30s"
 READ_PAGE = 5000
 
+
 def _event_columns(dialect: str) -> tuple[sa.ColumnElement[Any], ...]:
     """The columns of a StoredEvent, untyped on purpose: replays read millions of rows, and
     SQLAlchemy's per-column result processing costs more than the fold; `_stored` converts.
