@@ -92,10 +92,14 @@ class LocalWakeup:
             self._head = max(self._head, head)
             self._condition.notify_all()
 
-    def wait(self, after: int, timeout: float) -> bool:
+    def wait(self, after: int, timeout: float, cancel: threading.Event | None = None) -> bool:
+        """Until an append past `after` in this process, `cancel`, close, or the timeout."""
         with self._condition:
             return self._condition.wait_for(
-                lambda: self._closed or self._head > after, timeout=timeout
+                lambda: (
+                    self._closed or self._head > after or (cancel is not None and cancel.is_set())
+                ),
+                timeout=timeout,
             )
 
     def close(self) -> None:
@@ -106,6 +110,10 @@ class LocalWakeup:
     def subscriber(self) -> Waiter:
         return _SubscriberWaiter(self)
 
+    def _wake_all(self) -> None:
+        with self._condition:
+            self._condition.notify_all()
+
 
 class _SubscriberWaiter:
     """One subscriber's view of a shared LocalWakeup: closing it wakes only this one."""
@@ -115,13 +123,11 @@ class _SubscriberWaiter:
         self._closed = threading.Event()
 
     def wait(self, after: int, timeout: float) -> bool:
-        if self._closed.is_set():
-            return False
-        return self._wakeup.wait(after, timeout)
+        return self._wakeup.wait(after, timeout, self._closed)
 
     def close(self) -> None:
         self._closed.set()
-        self._wakeup.notify(0)  # wake a blocked wait so it sees the close
+        self._wakeup._wake_all()  # the waits re-check; this one now sees its cancel
 
 
 class Subscription:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -183,6 +184,34 @@ class SqlEventStore(EventStore):
     def describe(self) -> str:
         return describe(self.engine.url)
 
+    @contextmanager
+    def _translated(self, action: str) -> Iterator[None]:
+        """The one seam where driver errors become accelopt errors."""
+        try:
+            yield
+        except sa.exc.OperationalError as e:
+            text = str(e.orig).strip()
+            if "database is locked" in text or "lock timeout" in text:
+                raise StoreBusy(
+                    f"{self.describe()}: {action}: another writer held the log too long ({text})"
+                ) from e
+            raise StoreError(f"{self.describe()}: {action} failed: {text}") from e
+        except sa.exc.IntegrityError as e:
+            # Appends are serialized, so this means a writer that bypassed the lock.
+            raise StoreError(f"{self.describe()}: {action} violated a constraint: {e.orig}") from e
+        except sa.exc.DBAPIError as e:
+            raise StoreError(f"{self.describe()}: {action} failed: {e.orig}") from e
+
+    @contextmanager
+    def _read(self, action: str = "read") -> Iterator[Connection]:
+        with self._translated(action), read_connection(self.engine) as connection:
+            yield connection
+
+    @contextmanager
+    def _write(self, action: str = "write") -> Iterator[Connection]:
+        with self._translated(action), write_transaction(self.engine) as connection:
+            yield connection
+
     # --- writing ---------------------------------------------------------------------------
 
     def append(
@@ -194,20 +223,10 @@ class SqlEventStore(EventStore):
     ) -> AppendResult:
         keys = validate_batch(stream_id, events_)
         now = _utcnow()
-        try:
-            with write_transaction(self.engine) as connection:
-                result = self._append_locked(
-                    connection, stream_id, events_, keys, expected_version=expected_version, now=now
-                )
-        except sa.exc.OperationalError as e:
-            if "locked" in str(e.orig) or "lock timeout" in str(e.orig):
-                raise StoreBusy(
-                    f"{self.describe()}: another writer held the log too long ({e.orig})"
-                ) from e
-            raise StoreError(f"{self.describe()}: append failed: {e.orig}") from e
-        except sa.exc.IntegrityError as e:
-            # Appends are serialized, so this means a writer that bypassed the lock.
-            raise StoreError(f"{self.describe()}: append violated a constraint: {e.orig}") from e
+        with self._write("append") as connection:
+            result = self._append_locked(
+                connection, stream_id, events_, keys, expected_version=expected_version, now=now
+            )
         if not result.duplicate:
             self._wakeup.notify(result.last_position)
         return result
@@ -294,7 +313,7 @@ class SqlEventStore(EventStore):
             if types is not None:
                 query = query.where(events.c.type.in_(list(types)))
             query = query.order_by(events.c.position).limit(page)
-            with read_connection(self.engine) as connection:
+            with self._read() as connection:
                 rows = connection.execute(query).all()
             for row in rows:
                 yield _stored(row)
@@ -310,11 +329,11 @@ class SqlEventStore(EventStore):
             .where(events.c.stream_id == stream_id, events.c.stream_version > after_version)
             .order_by(events.c.stream_version)
         )
-        with read_connection(self.engine) as connection:
+        with self._read() as connection:
             return [_stored(row) for row in connection.execute(query)]
 
     def _scalar(self, query: sa.Select[Any]) -> Any:
-        with read_connection(self.engine) as connection:
+        with self._read() as connection:
             return connection.execute(query).scalar_one_or_none()
 
     def head(self) -> int:
@@ -358,13 +377,13 @@ class SqlEventStore(EventStore):
             )
             .on_conflict_do_nothing(index_elements=["sha256"])
         )
-        with write_transaction(self.engine) as connection:
+        with self._write() as connection:
             connection.execute(statement)
         return digest
 
     def get_blob(self, sha256: str) -> bytes:
         query = sa.select(blobs.c.compression, blobs.c.content).where(blobs.c.sha256 == sha256)
-        with read_connection(self.engine) as connection:
+        with self._read() as connection:
             row = connection.execute(query).first()
         if row is None:
             raise StoreError(f"{self.describe()}: no blob {sha256}")
@@ -375,7 +394,7 @@ class SqlEventStore(EventStore):
     def load_checkpoint(self, name: str) -> Checkpoint | None:
         c = projection_checkpoints.c
         query = sa.select(c.name, c.position, c.code_version, c.state).where(c.name == name)
-        with read_connection(self.engine) as connection:
+        with self._read() as connection:
             row = connection.execute(query).first()
         return None if row is None else Checkpoint(*row)
 
@@ -387,7 +406,7 @@ class SqlEventStore(EventStore):
             "state": checkpoint.state,
             "updated_at": _utcnow(),
         }
-        with write_transaction(self.engine) as connection:
+        with self._write() as connection:
             # RETURNING, not rowcount: psycopg reports -1 for INSERT ... ON CONFLICT.
             if previous is None:
                 written = connection.execute(
@@ -425,7 +444,7 @@ class SqlEventStore(EventStore):
             )
             .on_conflict_do_nothing(index_elements=["name", "code_version", "position"])
         )
-        with write_transaction(self.engine) as connection:
+        with self._write() as connection:
             connection.execute(statement)
 
     def latest_snapshot(self, name: str, code_version: str, *, at_most: int) -> Snapshot | None:
@@ -436,13 +455,13 @@ class SqlEventStore(EventStore):
             .order_by(c.position.desc())
             .limit(1)
         )
-        with read_connection(self.engine) as connection:
+        with self._read() as connection:
             row = connection.execute(query).first()
         return None if row is None else Snapshot(*row)
 
     def prune_snapshots(self, name: str, code_version: str, *, keep: int) -> int:
         c = projection_snapshots.c
-        with write_transaction(self.engine) as connection:
+        with self._write() as connection:
             kept = [
                 row.position
                 for row in connection.execute(

@@ -296,3 +296,14 @@ def test_installed_program(tmp_path: Path) -> None:
     )
     assert result.returncode == 3
     assert result.stderr.startswith("accelopt: error: no database at")
+
+
+def test_default_database_follows_xdg_state_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, accelopt: Callable[..., Run]
+) -> None:
+    monkeypatch.delenv("ACCELOPT_DB", raising=False)
+    monkeypatch.delenv("ACCELOPT_HOME", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    upgraded = accelopt("db", "upgrade", "--json").json()
+    assert isinstance(upgraded, dict)
+    assert upgraded["database"] == str(tmp_path / "xdg" / "accelopt" / "accelopt.db")

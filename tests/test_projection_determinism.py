@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -113,28 +112,13 @@ def test_determinism_in_memory(scenario: tuple[list[Event], list[int], int, int]
 
 
 @settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(scenario=scenarios)
-def test_determinism_on_sqlite(
-    fresh_sqlite_url: Callable[[], str], scenario: tuple[list[Event], list[int], int, int]
+def test_determinism_on_each_database(
+    db_url: Callable[[], str], scenario: tuple[list[Event], list[int], int, int]
 ) -> None:
-    store = SqlEventStore.open(fresh_sqlite_url())
-    try:
-        check(store, scenario)
-    finally:
-        store.close()
-
-
-@pytest.mark.postgres
-@settings(
-    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(scenario=scenarios)
-def test_determinism_on_postgres(
-    fresh_pg_url: Callable[[], str], scenario: tuple[list[Event], list[int], int, int]
-) -> None:
-    store = SqlEventStore.open(fresh_pg_url())
+    store = SqlEventStore.open(db_url())  # a fresh database for every example
     try:
         check(store, scenario)
     finally:

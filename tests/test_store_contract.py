@@ -210,9 +210,10 @@ def test_subscription_catches_up_then_wakes_on_append(store: EventStore) -> None
         assert subscription.poll(0) == []
 
 
-def test_closing_a_subscription_ends_its_iteration(store: EventStore) -> None:
+def test_closing_a_subscription_ends_its_iteration_promptly(store: EventStore) -> None:
     store.append("s", [event()])
-    subscription = store.subscribe(poll_interval=0.1)
+    subscription = store.subscribe(poll_interval=30.0)
+    other = store.subscribe(after=1, poll_interval=30.0)  # a second subscriber stays open
     seen: list[int] = []
 
     def consume() -> None:
@@ -221,10 +222,15 @@ def test_closing_a_subscription_ends_its_iteration(store: EventStore) -> None:
     thread = threading.Thread(target=consume)
     thread.start()
     time.sleep(0.3)
+    closed_at = time.monotonic()
     subscription.close()
     thread.join(timeout=5)
     assert not thread.is_alive()
+    assert time.monotonic() - closed_at < 2.0  # not after the 30 s poll interval
     assert seen == [1]
+    store.append("s", [event()])
+    assert [s.position for s in other.poll(5.0)] == [2]
+    other.close()
 
 
 @pytest.mark.parametrize(
