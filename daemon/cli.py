@@ -135,7 +135,7 @@ def events_command(
         show(stored)
         shown += 1
         since = stored.position
-    if not follow:
+    if not follow or (limit is not None and shown >= limit):
         return
     with store.subscribe(after=since) as subscription:
         for stored in subscription:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
+from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar
 
 from events.base import Event
 
@@ -21,7 +21,7 @@ class ExpectedVersion:
     `exact(n)` means the stream's last event has version n (versions start at 1).
     """
 
-    kind: str
+    kind: Literal["any", "no_stream", "stream_exists", "exact"]
     version: int | None = None
 
     @staticmethod

@@ -139,6 +139,8 @@ def test_events_follow_prints_new_events(
     appender.join()
     store.close()
     assert [line["position"] for line in followed.lines()] == [4, 5]
+    done = accelopt("--db", url, "events", "--follow", "--limit", "2", "--json")
+    assert [line["position"] for line in done.lines()] == [1, 2]  # returns, does not wait
 
 
 def test_replay_as_of_a_position_and_a_time(
