@@ -1,0 +1,71 @@
+"""Comparing kernel outputs with the reference: AccelOpt's rule, relative L2 error in float64.
+
+    ‖out − ref‖₂ ≤ rel_tol · ‖ref‖₂      (rel_tol 2e-5 for float32 unless the task says)
+
+with the number of outputs and every shape matching exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Comparison", "compare_outputs", "relative_l2"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    correct: bool
+    max_rel_l2: float | None
+    message: str
+
+
+def relative_l2(out: np.ndarray[Any, Any], ref: np.ndarray[Any, Any]) -> float:
+    a = np.asarray(out, dtype=np.float64)
+    b = np.asarray(ref, dtype=np.float64)
+    difference = float(np.linalg.norm((a - b).ravel()))
+    scale = float(np.linalg.norm(b.ravel()))
+    if scale == 0.0:
+        return 0.0 if difference == 0.0 else float("inf")
+    return difference / scale
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, tuple | list) else [value]
+
+
+def compare_outputs(outputs: Any, expected: Any, rel_tol: float) -> Comparison:
+    got, want = _as_list(outputs), _as_list(expected)
+    if len(got) != len(want):
+        return Comparison(
+            False, None, f"the kernel returned {len(got)} output(s), the reference {len(want)}"
+        )
+    worst = 0.0
+    for i, (out, ref) in enumerate(zip(got, want, strict=True)):
+        if not isinstance(ref, np.ndarray):
+            if isinstance(out, np.ndarray) or out != ref:
+                return Comparison(
+                    False, None, f"output {i}: {out!r} differs from the reference {ref!r}"
+                )
+            continue
+        out = np.asarray(out)
+        if out.shape != ref.shape:
+            return Comparison(
+                False,
+                None,
+                f"output {i}: shape {list(out.shape)} differs from the reference's {list(ref.shape)}",
+            )
+        nan = int(np.count_nonzero(np.isnan(out))) if out.dtype.kind == "f" else 0
+        if nan and not np.isnan(ref).any():
+            return Comparison(False, None, f"output {i}: {nan} element(s) are NaN")
+        error = relative_l2(out, ref)
+        worst = max(worst, error)
+        if not error <= rel_tol:
+            return Comparison(
+                False,
+                error,
+                f"output {i}: relative L2 error {error:.3e} exceeds the tolerance {rel_tol:.1e}",
+            )
+    return Comparison(True, worst, "")

@@ -1,0 +1,51 @@
+"""Errors of nkibench, and the kinds of failure a kernel check reports.
+
+nkibench stands alone (it imports nothing from the rest of accelopt), so its errors have a
+root of their own; the CLI renders them like accelopt's errors.
+"""
+
+from typing import ClassVar, Literal
+
+__all__ = ["ERROR_KINDS", "ErrorKind", "NkiBenchError", "TaskError"]
+
+ErrorKind = Literal[
+    "rejected",  # the static check refused the kernel source (forbidden import or name)
+    "compile",  # the kernel does not load: syntax error, no `kernel`, bad call signature
+    "runtime",  # the kernel failed while running: Python error, out-of-bounds access,
+    #             read of memory never written
+    "constraint",  # a documented hardware or NKI rule broken: partition > 128, PSUM bank,
+    #               matmul operand limits, buffer legality, reduction axis, dtype rules,
+    #               an affine_range loop whose result depends on iteration order
+    "unsupported",  # an NKI API nkisim does not implement (not a kernel bug)
+    "timeout",  # wall-clock limit reached; the process group was killed
+    "resource",  # memory, file-size or other resource limit reached
+    "incorrect",  # ran, but outputs differ from the reference (values, shape, count)
+    "task",  # the task folder itself is broken (reference.py, task.toml)
+]
+ERROR_KINDS: tuple[ErrorKind, ...] = (
+    "rejected",
+    "compile",
+    "runtime",
+    "constraint",
+    "unsupported",
+    "timeout",
+    "resource",
+    "incorrect",
+    "task",
+)
+
+
+class NkiBenchError(Exception):
+    """Base of nkibench's errors; `exit_code` is what the CLI exits with."""
+
+    exit_code: ClassVar[int] = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class TaskError(NkiBenchError):
+    """A task folder that cannot be used; the message names the file and the problem."""
+
+    exit_code: ClassVar[int] = 2

@@ -1,0 +1,7 @@
+"""nkisim: an interpreter of legacy NKI (`neuronxcc.nki`) kernels on the CPU, with NumPy.
+
+A functional model of the documented ISA subset, stricter than AWS's simulator (capacity,
+uninitialised reads, out-of-bounds accesses, loop-order dependence), and not a bit-accurate
+emulator: ScalarE's hardware approximations of transcendental functions and DMA casting
+details are not modelled. It records every instruction for the cost model.
+"""

@@ -1,0 +1,147 @@
+"""Running untrusted code in a child process that cannot see secrets or outlive its budget.
+
+The child gets a scrubbed environment (no API keys, no database URL: nothing of the parent's
+environment but what is listed here), a fresh working directory, resource limits it applies
+to itself before reading its request (address space, CPU seconds, file size, open files, no
+core dumps), and its own process group, which is killed as a whole when the wall-clock
+timeout passes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ChildOutcome", "Limits", "apply_limits", "child_environment", "run_child"]
+
+STREAM_TAIL = 4000
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float
+    memory_mb: int = 8192
+    cpu_s: int | None = None
+    """Defaults to the timeout times the number of CPUs, plus a margin."""
+    file_size_mb: int = 4096
+    open_files: int = 256
+    threads: int = 1
+    """BLAS/OpenMP threads the child may use (one profiling job per device or core)."""
+
+
+@dataclass(frozen=True)
+class ChildOutcome:
+    returncode: int | None
+    timed_out: bool
+    duration_s: float
+    stdout_tail: str
+    stderr_tail: str
+
+    @property
+    def signal(self) -> int | None:
+        return -self.returncode if self.returncode is not None and self.returncode < 0 else None
+
+    def describe_signal(self) -> str:
+        number = self.signal
+        return signal.Signals(number).name if number else ""
+
+
+def child_environment(workdir: Path, threads: int) -> dict[str, str]:
+    """The whole environment of a child: built from nothing, never copied from the parent."""
+    thread_count = str(max(1, threads))
+    return {
+        "PATH": os.defpath,
+        "HOME": str(workdir),
+        "TMPDIR": str(workdir),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+        "OMP_NUM_THREADS": thread_count,
+        "OPENBLAS_NUM_THREADS": thread_count,
+        "MKL_NUM_THREADS": thread_count,
+    }
+
+
+def apply_limits(limits: dict[str, Any]) -> None:
+    """Called by the child on itself, first thing (never a preexec_fn: the parent has threads)."""
+    memory = int(limits["memory_mb"]) * 1024 * 1024
+    cpu = limits.get("cpu_s") or int(limits["timeout_s"] * (os.cpu_count() or 1)) + 10
+    size = int(limits["file_size_mb"]) * 1024 * 1024
+    for which, value in (
+        (resource.RLIMIT_AS, memory),
+        (resource.RLIMIT_CPU, int(cpu)),
+        (resource.RLIMIT_FSIZE, size),
+        (resource.RLIMIT_NOFILE, int(limits["open_files"])),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        resource.setrlimit(which, (value, value))
+
+
+def _tail(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - STREAM_TAIL))
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def run_child(
+    module: str, request: dict[str, Any], *, workdir: Path, limits: Limits
+) -> ChildOutcome:
+    """Run `python -m module` in the sandbox with `request` on stdin; wait at most the timeout.
+
+    On timeout the child's whole process group gets SIGKILL. Stdout and stderr go to files
+    in `workdir` (bounded by the file-size limit), and their tails come back.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    stdout_path, stderr_path = workdir / "stdout.txt", workdir / "stderr.txt"
+    payload = json.dumps({**request, "limits": asdict(limits)}).encode()
+    started = time.monotonic()
+    with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-m", module],
+            stdin=subprocess.PIPE,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=workdir,
+            env=child_environment(workdir, limits.threads),
+            close_fds=True,
+            process_group=0,
+        )
+        timed_out = False
+        try:
+            assert process.stdin is not None
+            try:
+                process.stdin.write(payload)
+                process.stdin.close()
+            except BrokenPipeError:
+                pass  # the child died at start; its outcome says why
+            process.wait(timeout=limits.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            # The group goes in every case: a kernel's stray children die with it.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    return ChildOutcome(
+        returncode=process.returncode,
+        timed_out=timed_out,
+        duration_s=time.monotonic() - started,
+        stdout_tail=_tail(stdout_path),
+        stderr_tail=_tail(stderr_path),
+    )
