@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import click
@@ -26,7 +27,13 @@ from daemon.render import (
 from daemon.settings import Settings
 from events.envelope import StoredEvent
 from events.errors import AccelOptError
-from store.benchmark import TARGETS, run_store_benchmark
+from nkibench.benchmark import NKISIM_TARGETS, run_nkisim_benchmark
+from nkibench.errors import NkiBenchError
+from nkibench.harness import check_kernel
+from nkibench.importer import import_nkibench
+from nkibench.nkisim.machine import TARGETS
+from nkibench.task import load_task
+from store.benchmark import STORE_TARGETS, run_store_benchmark
 from store.engine import make_engine, sqlite_path
 from store.migrate import describe, upgrade
 from store.projections.library import LibraryProjection, LibraryState
@@ -243,12 +250,119 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     click.echo("latencies: (m) measured on hardware, (e) estimated by a cost model")
 
 
+# --- kernels -------------------------------------------------------------------------------
+
+
+def _seed_list(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a comma-separated list of integers") from None
+
+
+@cli.command("check")
+@click.argument("task_dir", type=click.Path(path_type=Path))
+@click.option("--backend", type=click.Choice(["nkisim"]), default="nkisim", show_default=True)
+@click.option(
+    "--shapes",
+    default="small",
+    show_default=True,
+    help="A shape set of the task (full = reference.py's own).",
+)
+@click.option("--target", type=click.Choice(sorted(TARGETS)), default="trn1", show_default=True)
+@click.option(
+    "--seeds", "seeds_text", metavar="S1,S2,...", help="Correctness seeds (default: the task's)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def check_command(
+    ctx: click.Context,
+    *,
+    task_dir: Path,
+    backend: str,
+    shapes: str,
+    target: str,
+    seeds_text: str | None,
+    as_json: bool,
+) -> None:
+    """Check a task's kernel for correctness. Exit 0 correct, 1 the kernel failed, 2 bad task."""
+    task = load_task(task_dir)
+    result = check_kernel(task, shapes=shapes, seeds=_seed_list(seeds_text), target=target)
+    if as_json:
+        _emit_json(result.to_json())
+    elif result.correct:
+        click.echo(
+            f"{task.name}: correct on seeds {result.seeds} ({shapes} shapes, {backend}); "
+            f"worst relative L2 error {result.max_rel_l2:.2e}"
+        )
+    else:
+        click.echo(f"{task.name}: {result.error_kind}: {result.message}")
+    if result.error_kind == "task":
+        ctx.exit(2)
+    ctx.exit(0 if result.correct else 1)
+
+
+@cli.command("import-nkibench")
+@click.argument("root", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.argument("destination", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def import_nkibench_command(
+    ctx: click.Context, root: Path, destination: Path, as_json: bool
+) -> None:
+    """Turn an NKIBench tree (summary.json, reference/, kernels/) into task folders."""
+    imported = import_nkibench(root, destination)
+    if as_json:
+        _emit_json([{"task": i.name, "path": str(i.path), "error": i.error} for i in imported])
+    else:
+        for item in imported:
+            click.echo(f"{item.name}: {item.error or 'imported'} ({item.path})")
+    ctx.exit(0 if all(i.error is None for i in imported) else 1)
+
+
 # --- bench ---------------------------------------------------------------------------------
 
 
 @cli.group()
 def bench() -> None:
     """Benchmarks (they create and remove their own databases)."""
+
+
+@bench.command("nkisim")
+@click.option("--shapes", default="full", show_default=True)
+@click.option("--tasks", "names", metavar="T1,T2,...", help="Only these suite tasks.")
+@click.option("--target", type=click.Choice(sorted(TARGETS)), default="trn1", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def bench_nkisim(shapes: str, names: str | None, target: str, as_json: bool) -> None:
+    """nkisim's speed on the suite against NumPy, and the time of a full correctness check."""
+    result = run_nkisim_benchmark(
+        shapes=shapes, names=names.split(",") if names else None, target=target
+    )
+    if as_json:
+        _emit_json(result)
+        return
+    table = Table(
+        title=f"nkisim on the NKI suite ({shapes} shapes, {target}; wall times, not latencies)"
+    )
+    for column in ("task", "correct", "nkisim s", "numpy s", "ratio", "check s", "instructions"):
+        table.add_column(column, justify="left" if column == "task" else "right")
+    for row in result["tasks"]:
+        table.add_row(
+            row["task"],
+            "yes" if row["correct"] else f"no ({row['error_kind']})",
+            f"{row['nkisim_s']:.2f}" if row["nkisim_s"] is not None else "-",
+            f"{row['numpy_s']:.2f}" if row["numpy_s"] is not None else "-",
+            f"{row['ratio']:.2f}" if row["ratio"] is not None else "-",
+            f"{row['check_s']:.1f}",
+            str(row["instructions"] or "-"),
+        )
+    print_table(table)
+    for key, (op, bound) in NKISIM_TARGETS.items():
+        value = result[key]
+        shown = "-" if value is None else f"{value:.2f}"
+        click.echo(f"{key}: {shown} (target {op} {bound:g})")
 
 
 @bench.command("store")
@@ -277,7 +391,7 @@ def bench_store(count: int, bench_db: str | None, as_json: bool) -> None:
         "replay_per_s",
         "replay_peak_rss_mb",
     ):
-        op, bound = TARGETS.get(key, ("", None))
+        op, bound = STORE_TARGETS.get(key, ("", None))
         table.add_row(key, f"{result[key]:,}", f"{op} {bound:,.0f}" if bound else "")
     print_table(table)
 
@@ -292,7 +406,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
-    except AccelOptError as e:
+    except (AccelOptError, NkiBenchError) as e:
         click.echo(f"accelopt: error: {e.message}", err=True)
         sys.exit(e.exit_code)
     except BrokenPipeError:  # `accelopt events | head`

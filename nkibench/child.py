@@ -1,4 +1,4 @@
-"""The sandboxed child: `python -I -m nkibench.child` reads one request on stdin, applies its
+"""The sandboxed child: `python -m nkibench.child` reads one request on stdin, applies its
 resource limits to itself, does one phase of a check, and writes its result to a file.
 
 Phases:
@@ -12,17 +12,22 @@ from __future__ import annotations
 import json
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from nkibench.correctness import compare_outputs
+from nkibench.kernel_runner import run_kernel_phase
+from nkibench.nkisim.dtypes import as_dtype
+from nkibench.reference_module import load_reference
 from nkibench.sandbox import apply_limits
 
 __all__ = ["main"]
 
 
 def _spec(value: Any, folder: Path, stem: str) -> dict[str, Any]:
-    import numpy as np
-
     if isinstance(value, np.ndarray):
         np.save(folder / f"{stem}.npy", value, allow_pickle=False)
         return {
@@ -39,8 +44,6 @@ def _spec(value: Any, folder: Path, stem: str) -> dict[str, Any]:
 
 
 def _restore(spec: dict[str, Any], folder: Path) -> Any:
-    import numpy as np
-
     if spec["kind"] == "array":
         return np.load(folder / spec["file"], allow_pickle=False)
     return spec["value"]
@@ -51,8 +54,6 @@ def _listed(value: Any) -> list[Any]:
 
 
 def _reference_error(error: BaseException, path: str) -> dict[str, Any]:
-    import traceback
-
     line = 0
     for frame in traceback.extract_tb(error.__traceback__):
         if frame.filename == path:
@@ -62,15 +63,10 @@ def _reference_error(error: BaseException, path: str) -> dict[str, Any]:
 
 
 def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
-    import numpy as np
-
-    from nkibench.nkisim.dtypes import as_dtype
-    from nkibench.reference_module import load_reference
-
     path = request["reference"]
     try:
         module = load_reference(Path(path), request["overrides"])
-    except Exception as e:  # noqa: BLE001 - any failure of the user's module is a task error
+    except Exception as e:
         return _reference_error(e, path)
     data = Path(request["data_dir"])
     seeds: dict[str, Any] = {}
@@ -105,27 +101,20 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
                 ],
                 "forward_s": forward_s,
             }
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             return _reference_error(e, path)
     return {"ok": True, "seeds": seeds}
 
 
 def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
-    from nkibench.kernel_runner import run_kernel_phase
-
     return run_kernel_phase(request, _restore)
 
 
 def compare_phase(request: dict[str, Any]) -> dict[str, Any]:
-    import numpy as np
-
-    from nkibench.correctness import compare_outputs
-    from nkibench.reference_module import load_reference
-
     path = request["reference"]
     try:
         module = load_reference(Path(path), request["overrides"])
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return _reference_error(e, path)
     transform = getattr(module, "transform_nki_outputs", None)
     data, outputs = Path(request["data_dir"]), Path(request["out_dir"])
@@ -140,11 +129,12 @@ def compare_phase(request: dict[str, Any]) -> dict[str, Any]:
         if transform is not None:
             try:
                 result = transform(result, reference)
-            except Exception as e:  # noqa: BLE001 - a kernel output of the wrong size often lands here
+            except Exception as e:
                 seeds[str(seed)] = {
                     "correct": False,
                     "max_rel_l2": None,
-                    "message": f"transform_nki_outputs failed on the kernel's outputs: {type(e).__name__}: {e}",
+                    "message": "transform_nki_outputs failed on the kernel's outputs: "
+                    f"{type(e).__name__}: {e}",
                 }
                 continue
         comparison = compare_outputs(result, reference, request["rel_tol"])

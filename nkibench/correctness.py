@@ -1,6 +1,6 @@
 """Comparing kernel outputs with the reference: AccelOpt's rule, relative L2 error in float64.
 
-    ‖out − ref‖₂ ≤ rel_tol · ‖ref‖₂      (rel_tol 2e-5 for float32 unless the task says)
+    ||out - ref||_2 <= rel_tol * ||ref||_2     (rel_tol 2e-5 for float32 unless the task says)
 
 with the number of outputs and every shape matching exactly.
 """
@@ -43,29 +43,24 @@ def compare_outputs(outputs: Any, expected: Any, rel_tol: float) -> Comparison:
             False, None, f"the kernel returned {len(got)} output(s), the reference {len(want)}"
         )
     worst = 0.0
-    for i, (out, ref) in enumerate(zip(got, want, strict=True)):
+    for i, (produced, ref) in enumerate(zip(got, want, strict=True)):
         if not isinstance(ref, np.ndarray):
-            if isinstance(out, np.ndarray) or out != ref:
+            if isinstance(produced, np.ndarray) or produced != ref:
                 return Comparison(
-                    False, None, f"output {i}: {out!r} differs from the reference {ref!r}"
+                    False, None, f"output {i}: {produced!r} differs from the reference {ref!r}"
                 )
             continue
-        out = np.asarray(out)
+        out = np.asarray(produced)
         if out.shape != ref.shape:
-            return Comparison(
-                False,
-                None,
-                f"output {i}: shape {list(out.shape)} differs from the reference's {list(ref.shape)}",
-            )
+            wanted = list(ref.shape)
+            message = f"output {i}: shape {list(out.shape)} differs from the reference's {wanted}"
+            return Comparison(False, None, message)
         nan = int(np.count_nonzero(np.isnan(out))) if out.dtype.kind == "f" else 0
         if nan and not np.isnan(ref).any():
             return Comparison(False, None, f"output {i}: {nan} element(s) are NaN")
         error = relative_l2(out, ref)
         worst = max(worst, error)
         if not error <= rel_tol:
-            return Comparison(
-                False,
-                error,
-                f"output {i}: relative L2 error {error:.3e} exceeds the tolerance {rel_tol:.1e}",
-            )
+            message = f"output {i}: relative L2 error {error:.3e} exceeds tolerance {rel_tol:.1e}"
+            return Comparison(False, error, message)
     return Comparison(True, worst, "")

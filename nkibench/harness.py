@@ -17,7 +17,7 @@ from typing import Any
 
 from nkibench.errors import ErrorKind
 from nkibench.sandbox import ChildOutcome, Limits, run_child
-from nkibench.static_check import check_source
+from nkibench.static_check import check_source, violation_kind
 from nkibench.task import KERNEL_FILE, TaskSpec
 
 __all__ = ["CheckResult", "check_kernel"]
@@ -96,6 +96,95 @@ def _death(kind: str, outcome: ChildOutcome, limits: Limits) -> tuple[ErrorKind,
     ), f"{who} exited with status {outcome.returncode} and no result{detail}"
 
 
+@dataclass
+class _Check:
+    """One check's phases, each in its sandboxed child, sharing a temporary directory."""
+
+    task: TaskSpec
+    source: str
+    seeds: tuple[int, ...]
+    shapes: str
+    target: str
+    limits: Limits
+    root: Path
+    result: CheckResult
+
+    @property
+    def common(self) -> dict[str, Any]:
+        return {
+            "reference": str(self.task.path / "reference.py"),
+            "overrides": self.task.overrides(self.shapes),
+            "seeds": list(self.seeds),
+            "data_dir": str(self.root / "data"),
+            "out_dir": str(self.root / "outputs"),
+        }
+
+    def reference(self) -> dict[str, Any]:
+        reference = _child("reference", self.common, self.root, self.limits)
+        if not reference["ok"]:
+            raise _Failure("task", reference["message"])
+        manifest: dict[str, Any] = reference["seeds"]
+        self.result.forward_seconds = manifest[str(self.seeds[0])]["forward_s"]
+        return manifest
+
+    def kernel(
+        self, manifest: dict[str, Any], *, order_check: bool, trace_path: Path | None
+    ) -> dict[str, Any]:
+        request = {
+            **self.common,
+            "manifest": manifest,
+            "kernel_source": self.source,
+            "kernel_file": str(self.task.path / KERNEL_FILE),
+            "display_name": KERNEL_FILE,
+            "function": self.task.kernel_function,
+            "target": self.target,
+            "strict_capacity": self.task.strict_capacity,
+            "order_check": order_check,
+            "trace_path": str(trace_path) if trace_path else None,
+        }
+        kernel = _child("kernel", request, self.root, self.limits)
+        if not kernel["ok"]:
+            raise _Failure(kernel["kind"], kernel["message"], kernel.get("line") or None)
+        first = kernel["seeds"][str(self.seeds[0])]
+        result = self.result
+        result.kernel_seconds = first["kernel_s"]
+        result.instructions = first["instructions"]
+        result.engine_counts = first.get("engine_counts", {})
+        result.warnings = kernel["warnings"]
+        result.capacity = kernel["capacity"]
+        result.compiled = True
+        for seed in self.seeds:
+            for i, count in enumerate(kernel["seeds"][str(seed)]["never_written"]):
+                if count:
+                    raise _Failure(
+                        "incorrect",
+                        f"seed {seed}: output {i}: {count} element(s) were never written "
+                        "(a skipped tile: a tile count rounded down, or a mask too narrow)",
+                    )
+        return kernel
+
+    def compare(self, manifest: dict[str, Any], kernel: dict[str, Any]) -> None:
+        request = {
+            **self.common,
+            "manifest": manifest,
+            "output_counts": {str(s): kernel["seeds"][str(s)]["outputs"] for s in self.seeds},
+            "rel_tol": self.task.rel_tol,
+        }
+        comparison = _child("compare", request, self.root, self.limits)
+        if not comparison["ok"]:
+            raise _Failure("task", comparison["message"])
+        worst = 0.0
+        for seed in self.seeds:
+            verdict = comparison["seeds"][str(seed)]
+            if verdict["max_rel_l2"] is not None:
+                worst = max(worst, verdict["max_rel_l2"])
+            if not verdict["correct"]:
+                self.result.max_rel_l2 = verdict["max_rel_l2"]
+                raise _Failure("incorrect", f"seed {seed}: {verdict['message']}")
+        self.result.max_rel_l2 = worst
+        self.result.correct = True
+
+
 def check_kernel(
     task: TaskSpec,
     *,
@@ -107,6 +196,7 @@ def check_kernel(
     trace_path: Path | None = None,
     workdir: Path | None = None,
     threads: int = 1,
+    limits: Limits | None = None,
 ) -> CheckResult:
     """Check `kernel_source` (default: the task's kernel.py) for correctness under nkisim."""
     started = time.monotonic()
@@ -115,90 +205,20 @@ def check_kernel(
     result = CheckResult(
         task.name, "nkisim", shapes, False, False, None, "", seeds=list(chosen_seeds)
     )
-    overrides = task.overrides(shapes)
-    limits = Limits(timeout_s=task.timeout_for(shapes), memory_mb=task.memory_mb, threads=threads)
-    display = KERNEL_FILE
+    task.overrides(shapes)  # an unknown shape set is the caller's error, raised here
+    limits = limits or Limits(
+        timeout_s=task.timeout_for(shapes), memory_mb=task.memory_mb, threads=threads
+    )
     try:
-        violations = check_source(source, display)
+        violations = check_source(source, KERNEL_FILE)
         if violations:
-            raise _Failure(
-                "rejected", "; ".join(v.render(display) for v in violations[:5]), violations[0].line
-            )
+            message = "; ".join(v.render(KERNEL_FILE) for v in violations[:5])
+            raise _Failure(violation_kind(violations), message, violations[0].line)
         with tempfile.TemporaryDirectory(prefix="nkibench-", dir=workdir) as tmp:
-            root = Path(tmp)
-            data, outputs = root / "data", root / "outputs"
-            common = {
-                "reference": str(task.path / "reference.py"),
-                "overrides": overrides,
-                "seeds": list(chosen_seeds),
-                "data_dir": str(data),
-            }
-            reference = _child("reference", common, root, limits)
-            if not reference["ok"]:
-                raise _Failure("task", reference["message"])
-            manifest = reference["seeds"]
-            result.forward_seconds = manifest[str(chosen_seeds[0])]["forward_s"]
-            kernel = _child(
-                "kernel",
-                {
-                    **common,
-                    "manifest": manifest,
-                    "out_dir": str(outputs),
-                    "kernel_source": source,
-                    "kernel_file": str(task.path / KERNEL_FILE),
-                    "display_name": display,
-                    "function": task.kernel_function,
-                    "target": target,
-                    "strict_capacity": task.strict_capacity,
-                    "order_check": order_check,
-                    "trace_path": str(trace_path) if trace_path else None,
-                },
-                root,
-                limits,
-            )
-            if not kernel["ok"]:
-                raise _Failure(kernel["kind"], kernel["message"], kernel.get("line") or None)
-            first = kernel["seeds"][str(chosen_seeds[0])]
-            result.kernel_seconds = first["kernel_s"]
-            result.instructions = first["instructions"]
-            result.engine_counts = first.get("engine_counts", {})
-            result.warnings = kernel["warnings"]
-            result.capacity = kernel["capacity"]
-            result.compiled = True
-            for seed in chosen_seeds:
-                unwritten = kernel["seeds"][str(seed)]["never_written"]
-                for i, count in enumerate(unwritten):
-                    if count:
-                        raise _Failure(
-                            "incorrect",
-                            f"seed {seed}: output {i}: {count} element(s) were never written "
-                            "(a tile skipped, e.g. a tile count rounded down, or a mask too narrow)",
-                        )
-            counts = {str(s): kernel["seeds"][str(s)]["outputs"] for s in chosen_seeds}
-            comparison = _child(
-                "compare",
-                {
-                    **common,
-                    "manifest": manifest,
-                    "out_dir": str(outputs),
-                    "output_counts": counts,
-                    "rel_tol": task.rel_tol,
-                },
-                root,
-                limits,
-            )
-            if not comparison["ok"]:
-                raise _Failure("task", comparison["message"])
-            worst = 0.0
-            for seed in chosen_seeds:
-                verdict = comparison["seeds"][str(seed)]
-                if verdict["max_rel_l2"] is not None:
-                    worst = max(worst, verdict["max_rel_l2"])
-                if not verdict["correct"]:
-                    result.max_rel_l2 = verdict["max_rel_l2"]
-                    raise _Failure("incorrect", f"seed {seed}: {verdict['message']}")
-            result.max_rel_l2 = worst
-            result.correct = True
+            check = _Check(task, source, chosen_seeds, shapes, target, limits, Path(tmp), result)
+            manifest = check.reference()
+            kernel = check.kernel(manifest, order_check=order_check, trace_path=trace_path)
+            check.compare(manifest, kernel)
     except _Failure as failure:
         result.error_kind = failure.kind
         result.message = failure.message

@@ -4,6 +4,7 @@ kernel's own terms (error kind, message, kernel line)."""
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ from nkibench.nkisim.errors import KernelError, OrderDependence
 from nkibench.nkisim.frontend import install_shadow_modules
 from nkibench.nkisim.machine import Config
 from nkibench.nkisim.runtime import KernelRun, execute, kernel_line, load_kernel
-from nkibench.static_check import check_source
+from nkibench.static_check import check_source, violation_kind
 
 __all__ = ["ORDER_TOLERANCE", "run_kernel_phase"]
 
@@ -32,8 +33,18 @@ def _located(message: str, display: str, line: int) -> str:
     return f"{display} line {line}: {message}" if line else message
 
 
+def _change(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> float:
+    """How far two runs' outputs differ; never-written (NaN) elements must match exactly."""
+    if x.dtype.kind != "f":
+        return 0.0 if np.array_equal(x, y) else float("inf")
+    missing = np.isnan(x)
+    if not np.array_equal(missing, np.isnan(y)):
+        return float("inf")
+    return relative_l2(x[~missing], y[~missing]) if missing.any() else relative_l2(x, y)
+
+
 def _differs(a: KernelRun, b: KernelRun) -> float:
-    return max((relative_l2(x, y) for x, y in zip(a.outputs, b.outputs, strict=True)), default=0.0)
+    return max((_change(x, y) for x, y in zip(a.outputs, b.outputs, strict=True)), default=0.0)
 
 
 def _order_check(
@@ -73,9 +84,8 @@ def run_kernel_phase(
     filename = request["kernel_file"]
     violations = check_source(request["kernel_source"], display)
     if violations:
-        return _error(
-            "rejected", "; ".join(v.render(display) for v in violations[:5]), violations[0].line
-        )
+        message = "; ".join(v.render(display) for v in violations[:5])
+        return _error(violation_kind(violations), message, violations[0].line)
     install_shadow_modules()
     try:
         kernel = load_kernel(request["kernel_source"], filename, request["function"])
@@ -87,7 +97,7 @@ def run_kernel_phase(
         return _error("compile", f"{display} line {e.lineno}: SyntaxError: {e.msg}", e.lineno or 0)
     except MemoryError:
         raise
-    except Exception as e:  # noqa: BLE001 - the kernel module failed to load
+    except Exception as e:
         line = kernel_line(e, filename)
         return _error("compile", _located(f"{type(e).__name__}: {e}", display, line), line)
     config = Config(
@@ -113,7 +123,19 @@ def run_kernel_phase(
             raise
         except RecursionError as e:
             return _error("runtime", f"RecursionError: {e}", kernel_line(e, filename), seed)
-        except Exception as e:  # noqa: BLE001 - a Python error in the kernel
+        except OSError as e:
+            if e.errno == errno.EFBIG:  # Python ignores SIGXFSZ: the write fails instead
+                return _error(
+                    "resource",
+                    "the kernel wrote more than the file size limit",
+                    kernel_line(e, filename),
+                    seed,
+                )
+            line = kernel_line(e, filename)
+            return _error(
+                "runtime", _located(f"{type(e).__name__}: {e}", display, line), line, seed
+            )
+        except Exception as e:
             line = kernel_line(e, filename)
             return _error(
                 "runtime", _located(f"{type(e).__name__}: {e}", display, line), line, seed

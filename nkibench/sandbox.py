@@ -113,7 +113,9 @@ def run_child(
     started = time.monotonic()
     with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-I", "-m", module],
+            # -s: no user site-packages; -P: the working directory is not on the import path.
+            # The environment is ours (child_environment), so PYTHONPATH is trusted.
+            [sys.executable, "-s", "-P", "-m", module],
             stdin=subprocess.PIPE,
             stdout=stdout,
             stderr=stderr,

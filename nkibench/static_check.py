@@ -13,14 +13,17 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from nkibench.errors import ErrorKind
+
 __all__ = [
     "ALLOWED_MODULES",
     "FORBIDDEN_ATTRIBUTES",
-    "FORBIDDEN_NUMPY_ATTRIBUTES",
     "FORBIDDEN_NAMES",
+    "FORBIDDEN_NUMPY_ATTRIBUTES",
     "Violation",
     "check_source",
     "module_allowed",
+    "violation_kind",
 ]
 
 ALLOWED_MODULES = (
@@ -167,6 +170,13 @@ def _numpy_names(tree: ast.Module) -> set[str]:
         if isinstance(node, ast.Import):
             names |= {a.asname or a.name for a in node.names if a.name == "numpy"}
     return names
+
+
+def violation_kind(violations: list[Violation]) -> ErrorKind:
+    """A syntax error is a compile failure; anything else the check finds is a rejection."""
+    return (
+        "compile" if violations and violations[0].problem.startswith("SyntaxError") else "rejected"
+    )
 
 
 def check_source(source: str, filename: str = "kernel.py") -> list[Violation]:

@@ -303,7 +303,7 @@ def _read_toml(path: Path, constants: dict[str, Number]) -> dict[str, Any]:
 
 def load_task(path: Path | str) -> TaskSpec:
     """Load and validate a task folder (parsing only: none of its code runs)."""
-    folder = Path(path)
+    folder = Path(path).resolve()
     if not folder.is_dir():
         raise TaskError(f"{folder}: not a directory")
     files: dict[str, bytes] = {}

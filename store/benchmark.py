@@ -31,9 +31,9 @@ from store.projections.runner import replay
 from store.sql import SqlEventStore
 from store.synthetic import SyntheticWorkload
 
-__all__ = ["TARGETS", "run_store_benchmark"]
+__all__ = ["STORE_TARGETS", "run_store_benchmark"]
 
-TARGETS = {
+STORE_TARGETS = {
     "append_batch_per_s": (">=", 20_000.0),
     "replay_per_s": (">=", 100_000.0),
     "replay_peak_rss_mb": ("<", 500.0),

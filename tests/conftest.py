@@ -139,3 +139,6 @@ def store(
         return
     name = "fresh_sqlite_url" if request.param == "sqlite" else "fresh_pg_url"
     yield open_stores(request.getfixturevalue(name)())
+
+
+from tests.nki_helpers import shadow_modules  # noqa: E402, F401 - a fixture for nkisim tests

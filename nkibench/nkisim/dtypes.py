@@ -12,6 +12,7 @@ from nkibench.nkisim.errors import ConstraintViolation
 __all__ = [
     "DTYPES",
     "as_dtype",
+    "dtype_name",
     "is_float",
     "promote",
     "sentinel_bits",
@@ -63,6 +64,17 @@ def as_dtype(value: Any, what: str = "dtype") -> np.dtype[Any]:
             "use float32, bfloat16, float16, or a 8/16/32-bit integer"
         )
     return dtype
+
+
+_NAMES: dict[np.dtype[Any], str] = {}
+
+
+def dtype_name(dtype: np.dtype[Any]) -> str:
+    """str(dtype), cached: NumPy builds the name anew on every call, in Python."""
+    name = _NAMES.get(dtype)
+    if name is None:
+        name = _NAMES[dtype] = str(dtype)
+    return name
 
 
 def is_float(dtype: np.dtype[Any]) -> bool:

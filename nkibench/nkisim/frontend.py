@@ -41,7 +41,7 @@ class JitKernel:
 
 def jit(func: Callable[..., Any] | None = None, mode: str = "auto", **_options: Any) -> Any:
     if func is None:
-        return lambda f: JitKernel(f)
+        return JitKernel
     return JitKernel(func)
 
 
@@ -74,6 +74,8 @@ def _typing_module(name: str) -> types.ModuleType:
 
 def _unsupported_getattr(prefix: str) -> Callable[[str], Any]:
     def missing(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
         raise UnsupportedApi(f"{prefix}.{name} is not implemented by nkisim")
 
     return missing

@@ -40,7 +40,7 @@ dma_engine = "dma"
 unknown_engine = "unknown"
 
 
-class engine:  # noqa: N801 - the NKI name
+class engine:
     tensor = tensor_engine
     vector = vector_engine
     scalar = scalar_engine
@@ -49,7 +49,7 @@ class engine:  # noqa: N801 - the NKI name
     unknown = unknown_engine
 
 
-class reduce_cmd:  # noqa: N801
+class reduce_cmd:
     idle = 0
     reset = 1
     reduce = 2
@@ -72,7 +72,8 @@ def _read_tile(
     if read.source.alloc.buffer is Buffer.PSUM and (not psum or engine_name == gpsimd_engine):
         who = "the GpSimd engine" if engine_name == gpsimd_engine else api
         raise ConstraintViolation(
-            f"{api}: {who} cannot read PSUM (`{read.source.alloc.name}`); copy it to SBUF with nl.copy"
+            f"{api}: {who} cannot read PSUM (`{read.source.alloc.name}`); "
+            "copy it to SBUF with nl.copy"
         )
     return read
 
@@ -102,8 +103,20 @@ def nc_matmul(
 ) -> NkiTensor:
     """stationary.T @ moving into a new float32 PSUM tile [stationary free, moving free]."""
     machine = current()
-    left = _read_tile(stationary, f"{_api} stationary", psum=False)
-    right = _read_tile(moving, f"{_api} moving", psum=False)
+    shapes = [x.shape if isinstance(x, NkiTensor | Access) else () for x in (stationary, moving)]
+    valid = None
+    if mask is not None and all(len(s) == 2 for s in shapes):
+        # The mask covers the output [stationary free, moving free]; each operand is read only
+        # in the columns some selected output element needs.
+        valid = machine.mask_array(mask, (shapes[0][1], shapes[1][1]), _api)
+    left_mask = right_mask = None
+    if valid is not None:
+        rows_used = np.asarray(valid.any(axis=1)).reshape(1, -1)
+        cols_used = np.asarray(valid.any(axis=0)).reshape(1, -1)
+        left_mask = np.broadcast_to(rows_used, shapes[0])
+        right_mask = np.broadcast_to(cols_used, shapes[1])
+    left = _read_tile(stationary, f"{_api} stationary", psum=False, mask=left_mask)
+    right = _read_tile(moving, f"{_api} moving", psum=False, mask=right_mask)
     a, b = _as_2d(left, "stationary", _api), _as_2d(right, "moving", _api)
     if a.shape[0] != b.shape[0]:
         raise ConstraintViolation(
@@ -131,8 +144,10 @@ def nc_matmul(
             f"{_api}: operands are {a.dtype} and {b.dtype}; a float32 operand needs a float32 "
             "partner (cast one with nl.copy(..., dtype=...))"
         )
-    result = a.astype(F32).T @ b.astype(F32)
-    valid = machine.mask_array(mask, result.shape, _api)
+    with np.errstate(all="ignore"):  # masked-out columns may hold garbage
+        result = a.astype(F32, copy=False).T @ b.astype(F32, copy=False)
+    if valid is None:
+        valid = machine.mask_array(mask, result.shape, _api)
     return machine.result(
         result,
         F32,
@@ -161,8 +176,8 @@ def nc_transpose(
     _api: str = "nisa.nc_transpose",
     **_kw: Any,
 ) -> NkiTensor:
-    """Swap the partition and (flattened) free axes: on TensorE (≤128×128, SBUF → PSUM) or on
-    VectorE (≤32×32)."""
+    """Swap the partition and (flattened) free axes: on TensorE (≤128x128, SBUF → PSUM) or on
+    VectorE (≤32x32)."""
     machine = current()
     read = machine.read(data, _api, mask=None)
     values = _as_2d(read, "data", _api)
@@ -181,7 +196,7 @@ def nc_transpose(
     elif chosen == vector_engine:
         if max(rows, cols) > VECTOR_TRANSPOSE_MAX:
             raise ConstraintViolation(
-                f"{_api}: a VectorE transpose handles at most 32×32, got {rows}×{cols}"
+                f"{_api}: a VectorE transpose handles at most 32x32, got {rows}x{cols}"
             )
         buffer = Buffer.SBUF
     else:
@@ -497,16 +512,12 @@ def tensor_tensor_scan(
         raise ConstraintViolation(f"{api}: both inputs are in PSUM; at most one may be")
     start, start_read = _per_partition(initial, a.shape[0], "initial", api)
     name0, name1 = ops.op_name(op0, f"{api} op0"), ops.op_name(op1, f"{api} op1")
-    f0, f1 = ops.BINARY[name0], ops.BINARY[name1]
-    out = np.empty_like(a)
-    carry = np.broadcast_to(
-        np.asarray(start, dtype=F32).reshape(-1, 1)[:, 0] if np.ndim(start) else start, a.shape[:1]
-    ).astype(F32)
+    carry = np.broadcast_to(np.asarray(start, dtype=F32).reshape(-1), a.shape[:1]).astype(F32)
     with np.errstate(all="ignore"):
-        for i in range(a.shape[1]):
-            step = f0(carry, a[:, i]) if reverse0 else f0(a[:, i], carry)
-            carry = f1(b[:, i], step) if reverse1 else f1(step, b[:, i])
-            out[:, i] = carry
+        if (name0, name1) == ("multiply", "add"):
+            out = _linear_recurrence(a, b, carry)
+        else:
+            out = _sequential_scan(a, b, carry, name0, name1, reverse0=reverse0, reverse1=reverse1)
     reads = [first, second] + ([start_read] if start_read else [])
     out_dtype = as_dtype(dtype) if dtype is not None else first.values.dtype
     return machine.result(
@@ -517,6 +528,46 @@ def tensor_tensor_scan(
         inputs=reads,
         attrs={"api": api},
     )
+
+
+def _linear_recurrence(
+    a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], initial: np.ndarray[Any, Any]
+) -> np.ndarray[Any, Any]:
+    """h[:, i] = a[:, i] * h[:, i-1] + b[:, i] in log2(n) vectorised steps.
+
+    The pairs (a, b) compose associatively, (a1, b1) then (a2, b2) = (a1 a2, a2 b1 + b2), so a
+    Hillis-Steele scan gives every prefix exactly, in float32, up to rounding order (both
+    operations are commutative, so the reverse flags do not matter).
+    """
+    factors = a.copy()
+    values = b.copy()
+    values[:, 0] += factors[:, 0] * initial
+    shift = 1
+    while shift < a.shape[1]:
+        values[:, shift:] = values[:, shift:] + factors[:, shift:] * values[:, :-shift]
+        factors[:, shift:] = factors[:, shift:] * factors[:, :-shift]
+        shift *= 2
+    return values
+
+
+def _sequential_scan(
+    a: np.ndarray[Any, Any],
+    b: np.ndarray[Any, Any],
+    initial: np.ndarray[Any, Any],
+    name0: str,
+    name1: str,
+    *,
+    reverse0: bool,
+    reverse1: bool,
+) -> np.ndarray[Any, Any]:
+    f0, f1 = ops.BINARY[name0], ops.BINARY[name1]
+    out = np.empty_like(a)
+    carry = initial
+    for i in range(a.shape[1]):
+        step = f0(carry, a[:, i]) if reverse0 else f0(a[:, i], carry)
+        carry = f1(b[:, i], step) if reverse1 else f1(step, b[:, i])
+        out[:, i] = carry
+    return out
 
 
 def iota(expr: Any, dtype: Any, *, mask: Any = None, **_kw: Any) -> NkiTensor:
@@ -576,4 +627,6 @@ def get_nc_version() -> str:
 
 
 def __getattr__(name: str) -> Any:
+    if name.startswith("__"):  # Python's own machinery (__path__, __wrapped__...)
+        raise AttributeError(name)
     raise UnsupportedApi(f"nisa.{name} is not implemented by nkisim")

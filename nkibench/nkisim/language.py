@@ -45,7 +45,7 @@ bool_ = DTYPES["bool_"]
 mgrid = MGrid()
 
 
-class tile_size:  # noqa: N801 - the NKI name
+class tile_size:
     """Hardware tile limits (programming model TC#1..3)."""
 
     pmax = 128
@@ -143,11 +143,12 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_kw: Any) -> NkiTen
             f"nl.load: expected operand 'src' in hbm, got `{access.alloc.name}` in "
             f"{access.alloc.buffer.value} (nl.copy moves data on chip)"
         )
-    if access.ndim < 2:
+    if access.ndim == 0:
         raise ConstraintViolation(
-            f"nl.load: the access of `{access.alloc.name}` is {access.ndim}-D; a tile needs a "
-            "partition and a free dimension (index or reshape it to 2-D, e.g. x.reshape((1, n)))"
+            f"nl.load: the access of `{access.alloc.name}` is a single element; a tile needs a "
+            "partition and a free dimension (index a range, e.g. x[i:i+1, j:j+1])"
         )
+    # A 1-D access loads as a [n, 1] tile: one element per partition (legacy NKI's rule).
     read = machine.read(access, "nl.load", on_chip=False, hbm=True, mask=mask, tile=False)
     out_dtype = as_dtype(dtype, "nl.load dtype") if dtype is not None else access.dtype
     return machine.result(
@@ -288,13 +289,13 @@ def _reduction(name: str, api_name: str) -> Any:
     return function
 
 
-sum = _reduction("add", "sum")  # noqa: A001 - NKI's names
-max = _reduction("maximum", "max")  # noqa: A001
-min = _reduction("minimum", "min")  # noqa: A001
+sum = _reduction("add", "sum")
+max = _reduction("maximum", "max")
+min = _reduction("minimum", "min")
 prod = _reduction("multiply", "prod")
 mean = _reduction("mean", "mean")
 var = _reduction("var", "var")
-all = _reduction("logical_and", "all")  # noqa: A001
+all = _reduction("logical_and", "all")
 ops.register_op(sum, "add")
 ops.register_op(max, "maximum")
 ops.register_op(min, "minimum")
@@ -393,6 +394,8 @@ def static_cast(input_data: Any, dtype: Any) -> NkiTensor:
 
 
 def __getattr__(name: str) -> Any:
+    if name.startswith("__"):  # Python's own machinery (__path__, __wrapped__...)
+        raise AttributeError(name)
     raise UnsupportedApi(f"nl.{name} is not implemented by nkisim")
 
 

@@ -38,8 +38,8 @@ class TargetSpec:
 
 
 TARGETS = {
-    # SBUF 24 MiB = 128 × 192 KiB (trn1), 28 MiB = 128 × 224 KiB (trn2); PSUM 2 MiB = 128 ×
-    # 8 banks × 2 KiB on both (Neuron arch guides, trainium_inferentia2_arch / trainium2_arch).
+    # SBUF 24 MiB = 128 x 192 KiB (trn1), 28 MiB = 128 x 224 KiB (trn2); PSUM 2 MiB = 128 x
+    # 8 banks x 2 KiB on both (Neuron arch guides, trainium_inferentia2_arch / trainium2_arch).
     "trn1": TargetSpec("trn1", 192 * 1024),
     "trn2": TargetSpec("trn2", 224 * 1024),
 }
@@ -231,6 +231,7 @@ class Machine:
         tensor = self._root(alloc)
         if buffer is Buffer.SHARED_HBM:
             self.shared.append(tensor)
+            self.shared_cursor += 1
         return tensor
 
     @staticmethod
@@ -247,7 +248,9 @@ class Machine:
             alloc.buffer, tuple(shape), alloc.par_axis, alloc.dtype.itemsize
         )
         dims = tuple((d, 0, 1) for d in range(len(shape)))
-        return NkiTensor(self, alloc, alloc.data, dims, alloc.full_box, alloc.par_axis)
+        return NkiTensor(
+            self, alloc, alloc.data, dims=dims, box=alloc.full_box, par_axis=alloc.par_axis
+        )
 
     def wrap_input(self, array: Array, name: str) -> NkiTensor:
         data = np.ascontiguousarray(array)
@@ -290,9 +293,13 @@ class Machine:
             return None
         if isinstance(mask, bool | np.bool_):
             return None if mask else np.zeros(shape, dtype=bool)
+        if isinstance(mask, np.ndarray) and mask.dtype == bool:  # derived by an instruction
+            return None if mask.all() else np.broadcast_to(mask, shape)
         if not isinstance(mask, MaskExpr):
             raise UnsupportedApi(f"{what}: mask must be a comparison of nl.arange expressions")
         values = mask.evaluate()
+        if values.all():  # the usual full tile: no mask to apply
+            return None
         if values.ndim < len(shape):  # masks align to the leading axes of the access
             values = values.reshape(values.shape + (1,) * (len(shape) - values.ndim))
         try:
@@ -318,7 +325,7 @@ class Machine:
         if not isinstance(x, NkiTensor | Access):
             raise ConstraintViolation(f"{what}: expected a tile, got {type(x).__name__}")
         buffer = x.alloc.buffer
-        if buffer.on_chip and not on_chip or not buffer.on_chip and not hbm:
+        if (buffer.on_chip and not on_chip) or (not buffer.on_chip and not hbm):
             expected = "sbuf or psum" if on_chip else "hbm"
             fix = "; load it into SBUF first with nl.load" if not buffer.on_chip else ""
             raise ConstraintViolation(
@@ -330,7 +337,7 @@ class Machine:
                 f"{what}: `{x.alloc.name}` still has block dimensions {list(x.shape)}; index "
                 "them with integers to get a tile whose first dimension is the partition"
             )
-        shape = x.shape if isinstance(x, NkiTensor) else x.shape
+        shape = x.shape
         valid = self.mask_array(mask, shape, what)
         if isinstance(x, NkiTensor):
             if x.valid is not None:
@@ -377,7 +384,7 @@ class Machine:
     ) -> NkiTensor:
         """A fresh tile holding `values` (cast to `dtype`), produced by a new instruction."""
         if values.ndim == 1:
-            values = values.reshape(values.shape + (1,))
+            values = values.reshape((*values.shape, 1))
         if values.ndim == 0:
             values = values.reshape(1, 1)
         self._check_partitions(values.shape[0], op)
@@ -385,7 +392,7 @@ class Machine:
         if valid is not None:
             garbage = self._uninitialised(data.shape, dtype)
             data = np.where(np.broadcast_to(valid, data.shape), data, garbage)
-        if not data.flags.writeable or data.base is not None and not data.flags.owndata:
+        if not data.flags.writeable or (data.base is not None and not data.flags.owndata):
             data = np.array(data)
         ident = next(self._ids)
         alloc = Allocation(ident, data, buffer, f"{op}{ident}", 0, initialized=True)
@@ -568,13 +575,15 @@ class Machine:
             # The accumulation reads and writes the same region: set_output's write-after-
             # write dependencies are its read-after-write ones.
             self.trace.set_output(producer, out, target.alloc.block_of(out.box))
-            summed = current_read.values.astype(F32) + values.astype(F32)
+            summed = current_read.values.astype(F32, copy=False) + values.astype(F32, copy=False)
             self._store_values(target, summed, valid, picked)
             return
         current_read = self.read(target, what, tile=False)
         values, valid, read = self._source(value, shape, what)
         out, picked = self._target(target, what, valid)
-        result = ops.BINARY[op](current_read.values.astype(F32), np.asarray(values, dtype=F32))
+        result = ops.BINARY[op](
+            current_read.values.astype(F32, copy=False), np.asarray(values, dtype=F32)
+        )
         inputs = [current_read] + ([read] if read else [])
         self.record(
             "tensor_tensor", "vector", inputs, (out, target.alloc.block_of(out.box)), {"op": op}
@@ -679,7 +688,8 @@ class Machine:
             if x.alloc.buffer.on_chip
             else tuple(None for _ in shape)
         )
-        return NkiTensor(self, x.alloc, data, dims, x.box, 0 if x.alloc.buffer.on_chip else None)
+        par_axis = 0 if x.alloc.buffer.on_chip else None
+        return NkiTensor(self, x.alloc, data, dims=dims, box=x.box, par_axis=par_axis)
 
     def broadcast(self, x: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
         try:
@@ -689,7 +699,9 @@ class Machine:
                 f"cannot broadcast `{x.alloc.name}` {list(x.shape)} to {list(shape)}"
             ) from None
         self._check_partitions(shape[0] if shape else 1, f"broadcast_to of `{x.alloc.name}`")
-        view = NkiTensor(self, x.alloc, data, tuple(None for _ in shape), x.box, 0)
+        view = NkiTensor(
+            self, x.alloc, data, dims=tuple(None for _ in shape), box=x.box, par_axis=0
+        )
         view.valid = x.valid if x.valid is None else np.broadcast_to(x.valid, shape)
         return view
 
@@ -800,14 +812,15 @@ class Machine:
         """Peak live SBUF bytes per partition and live PSUM banks, over the trace."""
         events: dict[str, list[tuple[int, int]]] = {"sbuf": [], "psum": []}
         bank = self.target.psum_bank_bytes
-        for (ident, block), (first, last) in self.trace.live.items():
+        for ident, blocks in self.trace.live.items():
             alloc = self.layouts.get(ident)
             if alloc is None or not alloc.buffer.on_chip:
                 continue
-            size = alloc.bytes_per_partition(block)
             kind = alloc.buffer.value
-            amount = size if kind == "sbuf" else -(-size // bank)
-            events[kind] += [(first, amount), (last + 1, -amount)]
+            for block, (first, last) in blocks.items():
+                size = alloc.bytes_per_partition(block)
+                amount = size if kind == "sbuf" else -(-size // bank)
+                events[kind] += [(first, amount), (last + 1, -amount)]
         result = Capacity(sbuf_limit=self.target.sbuf_bytes_per_partition)
         for kind, items in events.items():
             level = peak = peak_at = 0

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nkibench.nkisim.dtypes import sentinel_bits
+from nkibench.nkisim.dtypes import dtype_name, sentinel_bits
 from nkibench.nkisim.errors import (
     ConstraintViolation,
     OutOfBounds,
@@ -228,6 +228,7 @@ class NkiTensor:
         machine: Machine,
         alloc: Allocation,
         data: np.ndarray[Any, Any],
+        *,
         dims: DimMap,
         box: Box,
         par_axis: int | None,
@@ -297,7 +298,7 @@ class NkiTensor:
     def _child(
         self, data: np.ndarray[Any, Any], dims: DimMap, box: Box, par_axis: int | None
     ) -> NkiTensor:
-        return NkiTensor(self._machine, self.alloc, data, dims, box, par_axis)
+        return NkiTensor(self._machine, self.alloc, data, dims=dims, box=box, par_axis=par_axis)
 
     def _box_with(self, fixed: dict[int, tuple[int, int]]) -> Box:
         box = list(self.box)
@@ -340,10 +341,11 @@ class NkiTensor:
         dims: list[tuple[int, int, int] | None] = []
         fixed: dict[int, tuple[int, int]] = {}
         par_axis = None
-        for d, (item, size) in enumerate(zip(items, self.shape, strict=True)):
+        for d, (given, size) in enumerate(zip(items, self.shape, strict=True)):
             mapping = self.dims[d]
-            if isinstance(item, int) and d == self.par_axis:
-                item = slice(item, item + 1)  # the partition dim survives integer indexing
+            item = given
+            if isinstance(given, int) and d == self.par_axis:
+                item = slice(given, given + 1)  # the partition dim survives integer indexing
             if isinstance(item, int):
                 if not 0 <= item < size:
                     return Access.basic(self, items)
@@ -376,7 +378,7 @@ class NkiTensor:
                 fixed[alloc_dim] = (min(first, last), max(first, last) + 1)
         data = self.data[tuple(key)]
         if self.alloc.buffer.on_chip and data.ndim == 1 and par_axis == 0:
-            data, dims = data.reshape(data.shape + (1,)), [*dims, None]
+            data, dims = data.reshape((*data.shape, 1)), [*dims, None]
         return self._child(data, tuple(dims), self._box_with(fixed), par_axis)
 
     def _advanced(self, items: list[Any]) -> NkiTensor | Access:
@@ -563,20 +565,22 @@ class NkiTensor:
         """The trace record of this view as an instruction operand."""
         data = self.data
         itemsize = data.dtype.itemsize
-        partitions = data.shape[0] if data.ndim and self.par_axis == 0 else 1
+        # HBM has no partitions; a DMA spreads an access's first axis over them.
+        leading = self.par_axis == 0 or (self.par_axis is None and data.ndim >= 2)
+        partitions = data.shape[0] if data.ndim and leading else 1
         elements = data.size // partitions if partitions else 0
         run = itemsize
         for size, stride in zip(reversed(data.shape), reversed(data.strides), strict=True):
             if stride != run and size > 1:
                 break
             run *= size
-        if data.ndim and self.par_axis == 0 and data.shape[0] > 1:
+        if data.ndim and leading and data.shape[0] > 1:
             run = min(run, elements * itemsize)
         return Operand(
             self.alloc.id,
             name or self.alloc.name,
             self.alloc.buffer.value,
-            str(data.dtype),
+            dtype_name(data.dtype),
             tuple(data.shape),
             partitions,
             elements,
@@ -700,7 +704,7 @@ class Access:
             self.alloc.id,
             name or self.alloc.name,
             self.alloc.buffer.value,
-            str(self.base.dtype),
+            dtype_name(self.base.dtype),
             self.shape,
             partitions,
             count // max(1, partitions),

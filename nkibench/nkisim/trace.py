@@ -89,24 +89,31 @@ class Trace:
     def __init__(self) -> None:
         self.instructions: list[Instruction] = []
         self._writes: dict[int, list[tuple[Box, int]]] = {}
-        self.live: dict[tuple[int, tuple[int, ...]], list[int]] = {}
-        """(allocation, block coordinates) → [first instruction, last instruction]."""
+        self.live: dict[int, dict[tuple[int, ...], list[int]]] = {}
+        """allocation → block coordinates → [first instruction, last instruction]."""
 
     def __len__(self) -> int:
         return len(self.instructions)
 
     def _deps(self, operand: Operand, into: set[int]) -> None:
+        target = operand.box
         for box, writer in reversed(self._writes.get(operand.alloc, ())):
-            if boxes_intersect(box, operand.box):
+            if box == target:  # the usual case: the tile that was written is read
                 into.add(writer)
-                if box_covers(box, operand.box):
+                return
+            if boxes_intersect(box, target):
+                into.add(writer)
+                if box_covers(box, target):
                     return
 
     def touch(self, operand: Operand, index: int, block: tuple[int, ...]) -> None:
-        key = (operand.alloc, block)
-        span = self.live.get(key)
+        blocks = self.live.get(operand.alloc)
+        if blocks is None:
+            self.live[operand.alloc] = {block: [index, index]}
+            return
+        span = blocks.get(block)
         if span is None:
-            self.live[key] = [index, index]
+            blocks[block] = [index, index]
         else:
             span[1] = index
 
@@ -158,8 +165,7 @@ class Trace:
         """An allocation that never existed on hardware (a result written straight to its
         destination): drop its writes and live ranges."""
         self._writes.pop(alloc, None)
-        for key in [k for k in self.live if k[0] == alloc]:
-            del self.live[key]
+        self.live.pop(alloc, None)
 
     def dump(self, path: Path) -> None:
         with path.open("w", encoding="utf-8") as out:
