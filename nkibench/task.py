@@ -59,7 +59,7 @@ class TaskSpec:
     kernel_function: str
     constants: dict[str, Number]
     """reference.py's module-level constants: the `full` shape set."""
-    shape_sets: dict[str, dict[str, Number]]
+    shape_sets: dict[str, dict[str, Number]] = field(default_factory=dict)
     """Named overrides of constants (`small`, ...); `full` has none."""
     rel_tol: float = DEFAULT_REL_TOL
     seeds: tuple[int, ...] = DEFAULT_SEEDS
@@ -142,7 +142,7 @@ def _check_reference(path: Path, tree: ast.Module) -> None:
             raise TaskError(f"{path}: no module-level function `{required}`")
     if functions["get_inputs"].args.args:
         raise TaskError(
-            f"{path} line {functions['get_inputs'].lineno}: get_inputs() takes no arguments"
+            f"{path} line {functions['get_inputs'].lineno}: get_inputs() must take no arguments"
         )
     names = {
         t.id

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -309,3 +310,47 @@ def test_default_database_follows_xdg_state_home(
     upgraded = accelopt("db", "upgrade", "--json").json()
     assert isinstance(upgraded, dict)
     assert upgraded["database"] == str(tmp_path / "xdg" / "accelopt" / "accelopt.db")
+
+
+SUITE = Path(__file__).parents[1] / "nkibench" / "suite"
+
+
+def test_check_reports_one_json_object_and_its_exit_status(
+    tmp_path: Path, accelopt: Callable[..., Run]
+) -> None:
+    good = accelopt("check", str(SUITE / "silu"), "--seeds", "0", "--json")
+    assert good.code == 0
+    verdict = good.json()
+    assert isinstance(verdict, dict)
+    assert {"task", "backend", "compiled", "correct", "error_kind", "message", "max_rel_l2"} <= set(
+        verdict
+    )
+    assert (verdict["task"], verdict["backend"], verdict["correct"]) == ("silu", "nkisim", True)
+
+    broken = tmp_path / "silu"
+    shutil.copytree(SUITE / "silu", broken)
+    (broken / "kernel.py").write_text(
+        (SUITE / "silu" / "kernel.py").read_text().replace("j * cols:(j + 1) * cols", "0:cols")
+    )
+    failed = accelopt("check", str(broken), "--seeds", "0", "--json")
+    assert failed.code == 1
+    verdict = failed.json()
+    assert isinstance(verdict, dict)
+    assert (verdict["correct"], verdict["error_kind"]) == (False, "incorrect")
+
+    (broken / "reference.py").write_text(
+        "M = 256\nN = 2048\n\ndef get_inputs():\n    return 1\n\ndef forward():\n    pass\n"
+    )
+    bad_task = accelopt("check", str(broken), "--json")
+    assert bad_task.code == 2
+    verdict = bad_task.json()
+    assert isinstance(verdict, dict)
+    assert verdict["error_kind"] == "task"
+    assert "get_inputs() returned a int" in verdict["message"]
+
+    missing = accelopt("check", str(tmp_path / "nowhere"))
+    assert missing.code == 2
+    assert "not a directory" in missing.err
+    unknown_shapes = accelopt("check", str(SUITE / "silu"), "--shapes", "huge")
+    assert unknown_shapes.code == 2
+    assert "no shape set 'huge'" in unknown_shapes.err

@@ -1,0 +1,173 @@
+"""Loading task folders: the suite loads, and every broken folder gets a message naming the
+file and the problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nkibench.benchmark import suite_tasks
+from nkibench.errors import TaskError
+from nkibench.task import FULL, folder_hash, load_task
+
+REFERENCE = """\
+import numpy as np
+
+M = 256
+N = 2 * 64
+
+
+def get_inputs():
+    return [np.random.normal(size=(M, N)).astype(np.float32)]
+
+
+def forward(x):
+    return x * 2
+"""
+KERNEL = """\
+import neuronxcc.nki as nki
+
+
+@nki.jit
+def kernel(x):
+    return x
+"""
+
+
+def make_task(
+    root: Path, *, kernel: str = KERNEL, reference: str = REFERENCE, toml: str | None = None
+) -> Path:
+    folder = root / "task"
+    folder.mkdir(exist_ok=True)
+    (folder / "kernel.py").write_text(kernel)
+    (folder / "reference.py").write_text(reference)
+    if toml is not None:
+        (folder / "task.toml").write_text(toml)
+    return folder
+
+
+def test_every_suite_task_loads_with_small_shapes_and_roofline_counts() -> None:
+    folders = suite_tasks()
+    assert len(folders) == 14
+    for folder in folders:
+        task = load_task(folder)
+        assert task.kernel_function == "kernel"
+        assert "small" in task.shape_sets
+        for shapes in (FULL, "small"):
+            counts = task.roofline_counts(shapes)
+            assert set(counts) == {"vec_flops", "mm_flops", "bytes"}
+            assert counts["bytes"] > 0
+        full, small = task.roofline_counts(FULL), task.roofline_counts("small")
+        assert full["bytes"] > small["bytes"]
+
+
+def test_a_minimal_task_and_its_defaults(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path))
+    assert task.name == "task"
+    assert task.constants == {"M": 256, "N": 128}
+    assert task.seeds == (0, 21, 42, 63, 84)
+    assert task.rel_tol == 2e-5
+    assert task.shape_values(FULL) == {"M": 256, "N": 128}
+    assert task.timeout_for(FULL) == 1800.0
+
+
+def test_task_toml_settings(tmp_path: Path) -> None:
+    folder = make_task(
+        tmp_path,
+        toml="""
+name = "double"
+weight = 2.5
+[correctness]
+rel_tol = 1e-4
+seeds = [1, 2]
+[shapes.small]
+M = 128
+[roofline]
+vec_flops = "M * N"
+bytes = "2 * M * N * 4"
+[limits]
+timeout_s = {small = 30, full = 600}
+memory_mb = 2048
+strict_capacity = true
+[tunables]
+TILE = [128, 256]
+""",
+    )
+    task = load_task(folder)
+    assert (task.name, task.weight, task.rel_tol, task.seeds) == ("double", 2.5, 1e-4, (1, 2))
+    assert task.shape_values("small") == {"M": 128, "N": 128}
+    assert task.roofline_counts("small") == {"vec_flops": 128 * 128, "bytes": 2 * 128 * 128 * 4}
+    assert (task.timeout_for("small"), task.timeout_for(FULL)) == (30.0, 600.0)
+    assert (task.memory_mb, task.strict_capacity) == (2048, True)
+    assert task.tunables == {"TILE": [128, 256]}
+    with pytest.raises(TaskError, match="no shape set 'huge'"):
+        task.shape_values("huge")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"kernel": None}, "missing kernel.py"),
+        ({"reference": None}, "missing reference.py"),
+        ({"kernel": b"\xff\xfe not utf-8"}, r"kernel.py: not UTF-8 \(byte 0xff at offset 0\)"),
+        ({"kernel": "def kernel(:\n"}, r"kernel.py line 1: SyntaxError"),
+        ({"kernel": "def other(x):\n    return x\n"}, "no module-level function named `kernel`"),
+        ({"kernel": "async def kernel(x):\n    return x\n"}, "it must not be async"),
+        ({"reference": "def forward(x):\n    return x\n"}, "no module-level function `get_inputs`"),
+        (
+            {"reference": "def get_inputs(n):\n    return []\ndef forward(x):\n    return x\n"},
+            "get_inputs\\(\\) must take no arguments",
+        ),
+        ({"toml": "colour = 'red'"}, r"task.toml: top level: unknown key\(s\) colour"),
+        ({"toml": "[correctness]\nrel_tol = 2"}, "correctness.rel_tol: must be between 0 and 1"),
+        ({"toml": "[correctness]\nseeds = []"}, "correctness.seeds: must be a non-empty list"),
+        (
+            {"toml": "[shapes.small]\nK = 4"},
+            r"\[shapes.small\]: sets K, but reference.py has no module-level K",
+        ),
+        ({"toml": "[shapes.full]\nM = 4"}, "`full` is reference.py's own constants"),
+        ({"toml": "[roofline]\nbytes = 'M * Q'"}, "roofline.bytes: unknown name 'Q'"),
+        (
+            {"toml": "[roofline]\nbytes = \"__import__('os')\""},
+            "roofline.bytes: .* is not plain arithmetic",
+        ),
+        ({"toml": "[roofline]\nbytes = 'M - 1000'"}, "roofline.bytes: must be a finite number"),
+        ({"toml": "[roofline]\nflops = '1'"}, r"\[roofline\]: unknown key\(s\) flops"),
+        ({"toml": "weight = 0"}, "weight: must be > 0"),
+        ({"toml": "[limits]\nmemory_mb = 10"}, "limits.memory_mb: must be an integer ≥ 256"),
+        ({"toml": "[tunables]\nTILE = []"}, "tunables.TILE: must be a non-empty list"),
+        ({"toml": "this is = = not toml"}, "task.toml: "),
+    ],
+)
+def test_broken_task_folders_are_named_precisely(
+    tmp_path: Path, change: dict[str, object], message: str
+) -> None:
+    folder = make_task(
+        tmp_path, toml=change.get("toml") if isinstance(change.get("toml"), str) else None
+    )
+    for name in ("kernel", "reference"):
+        if name in change:
+            path = folder / f"{name}.py"
+            value = change[name]
+            if value is None:
+                path.unlink()
+            elif isinstance(value, bytes):
+                path.write_bytes(value)
+            else:
+                path.write_text(str(value))
+    with pytest.raises(TaskError, match=message):
+        load_task(folder)
+
+
+def test_not_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(TaskError, match="not a directory"):
+        load_task(tmp_path / "nothing")
+
+
+def test_folder_hash_follows_names_and_contents() -> None:
+    base = folder_hash({"kernel.py": b"a", "reference.py": b"b"})
+    assert base == folder_hash({"reference.py": b"b", "kernel.py": b"a"})
+    assert base != folder_hash({"kernel.py": b"a", "reference.py": b"c"})
+    assert base != folder_hash({"kernel.py": b"ab", "reference.py": b""})
+    assert base != folder_hash({"kernel.py": b"a", "reference.py": b"b", "task.toml": b""})
