@@ -14,6 +14,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -62,12 +63,25 @@ def _reference_error(error: BaseException, path: str) -> dict[str, Any]:
     return {"ok": False, "kind": "task", "message": f"{where}: {type(error).__name__}: {error}"}
 
 
-def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
+class _TaskFailure(Exception):
+    """The task's own code failed: the phase's result is this error."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        super().__init__(result["message"])
+        self.result = result
+
+
+def _reference_module(request: dict[str, Any]) -> ModuleType:
     path = request["reference"]
     try:
-        module = load_reference(Path(path), request["overrides"])
+        return load_reference(Path(path), request["overrides"])
     except Exception as e:
-        return _reference_error(e, path)
+        raise _TaskFailure(_reference_error(e, path)) from e
+
+
+def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
+    path = request["reference"]
+    module = _reference_module(request)
     data = Path(request["data_dir"])
     seeds: dict[str, Any] = {}
     for seed in request["seeds"]:
@@ -111,11 +125,7 @@ def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def compare_phase(request: dict[str, Any]) -> dict[str, Any]:
-    path = request["reference"]
-    try:
-        module = load_reference(Path(path), request["overrides"])
-    except Exception as e:
-        return _reference_error(e, path)
+    module = _reference_module(request)
     transform = getattr(module, "transform_nki_outputs", None)
     data, outputs = Path(request["data_dir"]), Path(request["out_dir"])
     seeds: dict[str, Any] = {}
@@ -157,6 +167,8 @@ def main() -> None:
     result_path = Path(request["result_path"])
     try:
         result = PHASES[request["kind"]](request)
+    except _TaskFailure as failure:
+        result = failure.result
     except MemoryError:
         result = {
             "ok": False,

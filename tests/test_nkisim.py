@@ -410,3 +410,100 @@ def test_reversed_affine_loops() -> None:
     np.testing.assert_array_equal(forward.outputs[0], x[128:])
     np.testing.assert_array_equal(backward.outputs[0], x[:128])  # the order leaked
     assert forward.affine_lines == {line_of(body, "nl.affine_range")}
+
+
+def test_nl_matmul_with_and_without_transpose_x() -> None:
+    x, y = randn(128, 128), randn(128, 512)
+    run_ = run(
+        """
+        @nki.jit
+        def kernel(x, y):
+            plain = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+            transposed = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+            a, b = nl.load(x), nl.load(y)
+            nl.store(plain, value=nl.copy(nl.matmul(a, b)))
+            nl.store(transposed, value=nl.copy(nl.matmul(a, b, transpose_x=True)))
+            return plain, transposed
+        """,
+        x,
+        y,
+    )
+    np.testing.assert_allclose(run_.outputs[0], x @ y, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(run_.outputs[1], x.T @ y, rtol=1e-4, atol=1e-4)
+    tensor_ops = [i.op for i in run_.trace.instructions if i.engine == "tensor"]
+    assert tensor_ops == ["nc_transpose", "nc_matmul", "nc_matmul"]
+
+
+def test_identity_transposes_block_dims_and_lazy_psum_like_compiled_nkibench() -> None:
+    x = randn(256, 128)
+    run_ = run(
+        """
+        @nki.jit
+        def kernel(v1):
+            out = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+            identity = nl.shared_constant(np.identity(128, dtype=np.float32))
+            i_p = nl.arange(128)[:, None]
+            i_f = nl.arange(128)[None, :]
+            eye = nl.ndarray((nl.par_dim(128), 128), dtype=np.float32, buffer=nl.sbuf)
+            eye[i_p, i_f] = nl.load(identity[i_p, i_f])
+            tiles = nl.ndarray((2, nl.par_dim(128), 128), dtype=np.float32, buffer=nl.sbuf)
+            psum = nl.zeros((2, nl.par_dim(128), 128), dtype=np.float32, buffer=nl.psum,
+                            lazy_initialization=True)
+            for i0 in nl.affine_range(2):
+                tiles[i0, i_p, i_f] = nl.load(v1[i0 * 128 + i_p, i_f])
+                psum[i0, i_p, i_f] = nisa.nc_matmul(tiles[i0, i_p, i_f], eye[i_p, i_f],
+                                                   is_moving_onezero=True, is_transpose=True)
+                nl.store(out[i_p, i0 * 128 + i_f], value=nl.copy(psum[i0, i_p, i_f]))
+            return out
+        """,
+        x,
+    )
+    np.testing.assert_array_equal(run_.outputs[0], x.T)
+    assert [i.attrs["transpose"] for i in run_.trace.instructions if i.op == "nc_matmul"] == [
+        True,
+        True,
+    ]
+
+
+def test_memset_and_compute_rules_on_buffers() -> None:
+    x = randn(128, 8)
+    run_ = run(
+        """
+        @nki.jit
+        def kernel(x):
+            out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+            zero = nisa.memset(shape=(nl.par_dim(128), 1), value=np.uint16(0), dtype=nl.float32)
+            nl.store(out, value=nisa.activation(op=nl.exp, data=nl.load(x), bias=zero))
+            return out
+        """,
+        x,
+    )
+    np.testing.assert_allclose(run_.outputs[0], np.exp(x), rtol=1e-6)
+    with pytest.raises(ConstraintViolation, match=r"load it into SBUF first with nl\.load"):
+        run(
+            """
+            @nki.jit
+            def kernel(x):
+                return nl.exp(x)
+            """,
+            x,
+        )
+    with pytest.raises(ConstraintViolation, match="the GpSimd engine cannot read PSUM"):
+        run(
+            """
+            @nki.jit
+            def kernel(x):
+                psum = nl.zeros((128, 8), nl.float32, buffer=nl.psum)
+                return nisa.tensor_copy(psum, engine=nisa.gpsimd_engine)
+            """,
+            x,
+        )
+    with pytest.raises(ConstraintViolation, match="outputs live in HBM"):
+        run(
+            """
+            @nki.jit
+            def kernel(x):
+                return nl.load(x)
+            """,
+            x,
+        )

@@ -144,8 +144,7 @@ def nc_matmul(
             f"{_api}: operands are {a.dtype} and {b.dtype}; a float32 operand needs a float32 "
             "partner (cast one with nl.copy(..., dtype=...))"
         )
-    with np.errstate(all="ignore"):  # masked-out columns may hold garbage
-        result = a.astype(F32, copy=False).T @ b.astype(F32, copy=False)
+    result = a.astype(F32, copy=False).T @ b.astype(F32, copy=False)
     if valid is None:
         valid = machine.mask_array(mask, result.shape, _api)
     return machine.result(
@@ -263,14 +262,13 @@ def tensor_scalar(
     partitions = read.values.shape[0]
     reads = [read]
     first, r0 = _per_partition(operand0, partitions, "operand0", api)
-    with np.errstate(all="ignore"):
-        values = _apply(ops.op_name(op0, f"{api} op0"), read.values.astype(F32), first, reverse0)
-        if (op1 is None) != (operand1 is None):
-            raise ConstraintViolation(f"{api}: op1 and operand1 go together (both or neither)")
-        r1 = None
-        if op1 is not None:
-            second, r1 = _per_partition(operand1, partitions, "operand1", api)
-            values = _apply(ops.op_name(op1, f"{api} op1"), values, second, reverse1)
+    values = _apply(ops.op_name(op0, f"{api} op0"), read.values.astype(F32), first, reverse0)
+    if (op1 is None) != (operand1 is None):
+        raise ConstraintViolation(f"{api}: op1 and operand1 go together (both or neither)")
+    r1 = None
+    if op1 is not None:
+        second, r1 = _per_partition(operand1, partitions, "operand1", api)
+        values = _apply(ops.op_name(op1, f"{api} op1"), values, second, reverse1)
     reads += [r for r in (r0, r1) if r is not None]
     out_dtype = as_dtype(dtype) if dtype is not None else read.values.dtype
     return machine.result(
@@ -306,9 +304,8 @@ def scalar_tensor_tensor(
         raise ConstraintViolation(
             f"{api}: operand1 must have data's shape {list(read.values.shape)}"
         )
-    with np.errstate(all="ignore"):
-        values = _apply(ops.op_name(op0, f"{api} op0"), read.values.astype(F32), first, reverse0)
-        values = _apply(ops.op_name(op1, f"{api} op1"), values, other.values.astype(F32), reverse1)
+    values = _apply(ops.op_name(op0, f"{api} op0"), read.values.astype(F32), first, reverse0)
+    values = _apply(ops.op_name(op1, f"{api} op1"), values, other.values.astype(F32), reverse1)
     reads = [read, other] + ([r0] if r0 else [])
     out_dtype = as_dtype(dtype) if dtype is not None else read.values.dtype
     return machine.result(
@@ -352,8 +349,7 @@ def activation(
             reads.append(bias_read)
     if scale_read:
         reads.append(scale_read)
-    with np.errstate(all="ignore"):
-        result = np.asarray(ops.UNARY[name](values))
+    result = np.asarray(ops.UNARY[name](values))
     out_dtype = as_dtype(dtype) if dtype is not None else read.values.dtype
     tile = machine.result(
         result,
@@ -461,8 +457,7 @@ def tensor_tensor(
             )
         b = b.reshape(a.shape)
     name = ops.op_name(op, api)
-    with np.errstate(all="ignore"):
-        values = ops.BINARY[name](a.astype(F32), b.astype(F32))
+    values = ops.BINARY[name](a.astype(F32), b.astype(F32))
     out_dtype = (
         as_dtype(dtype)
         if dtype is not None
@@ -513,11 +508,10 @@ def tensor_tensor_scan(
     start, start_read = _per_partition(initial, a.shape[0], "initial", api)
     name0, name1 = ops.op_name(op0, f"{api} op0"), ops.op_name(op1, f"{api} op1")
     carry = np.broadcast_to(np.asarray(start, dtype=F32).reshape(-1), a.shape[:1]).astype(F32)
-    with np.errstate(all="ignore"):
-        if (name0, name1) == ("multiply", "add"):
-            out = _linear_recurrence(a, b, carry)
-        else:
-            out = _sequential_scan(a, b, carry, name0, name1, reverse0=reverse0, reverse1=reverse1)
+    if (name0, name1) == ("multiply", "add"):
+        out = _linear_recurrence(a, b, carry)
+    else:
+        out = _sequential_scan(a, b, carry, name0, name1, reverse0=reverse0, reverse1=reverse1)
     reads = [first, second] + ([start_read] if start_read else [])
     out_dtype = as_dtype(dtype) if dtype is not None else first.values.dtype
     return machine.result(

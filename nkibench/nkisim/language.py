@@ -138,7 +138,7 @@ def _hbm_access(src: Any, api: str) -> NkiTensor | Access:
 def load(src: Any, *, mask: Any = None, dtype: Any = None, **_kw: Any) -> NkiTensor:
     machine = current()
     access = _hbm_access(src, "nl.load")
-    if access.alloc.buffer.on_chip:
+    if access.alloc.on_chip:
         raise ConstraintViolation(
             f"nl.load: expected operand 'src' in hbm, got `{access.alloc.name}` in "
             f"{access.alloc.buffer.value} (nl.copy moves data on chip)"
@@ -159,7 +159,7 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_kw: Any) -> NkiTen
 def store(dst: Any, value: Any, *, mask: Any = None, **_kw: Any) -> None:
     machine = current()
     target = _hbm_access(dst, "nl.store")
-    if target.alloc.buffer.on_chip:
+    if target.alloc.on_chip:
         raise ConstraintViolation(
             f"nl.store: expected operand 'dst' in hbm, got `{target.alloc.name}` in "
             f"{target.alloc.buffer.value}"

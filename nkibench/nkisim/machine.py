@@ -325,14 +325,15 @@ class Machine:
         if not isinstance(x, NkiTensor | Access):
             raise ConstraintViolation(f"{what}: expected a tile, got {type(x).__name__}")
         buffer = x.alloc.buffer
-        if (buffer.on_chip and not on_chip) or (not buffer.on_chip and not hbm):
+        chip = x.alloc.on_chip
+        if (chip and not on_chip) or (not chip and not hbm):
             expected = "sbuf or psum" if on_chip else "hbm"
-            fix = "; load it into SBUF first with nl.load" if not buffer.on_chip else ""
+            fix = "; load it into SBUF first with nl.load" if not chip else ""
             raise ConstraintViolation(
                 f"{what}: expected a tensor in {expected}, got `{x.alloc.name}` in "
                 f"{buffer.value}{fix}"
             )
-        if tile and buffer.on_chip and x.par_axis not in (0, None):
+        if tile and chip and x.par_axis not in (0, None):
             raise ConstraintViolation(
                 f"{what}: `{x.alloc.name}` still has block dimensions {list(x.shape)}; index "
                 "them with integers to get a tile whose first dimension is the partition"
@@ -356,14 +357,9 @@ class Machine:
                 values[valid] = gathered
             operand = x.operand(picked)
             if check:
-                x.alloc.check_initialized(
-                    gathered,
-                    operand.box,
-                    None if valid is None else np.ones(gathered.shape, bool),
-                    what,
-                )
+                x.alloc.check_initialized(gathered, operand.box, None, what, cache=False)
         x.alloc.readers += 1
-        if buffer.on_chip and shape:
+        if chip and shape:
             self._check_partitions(shape[0], what)
         return Read(values, operand, x.alloc.block_of(operand.box), valid, x)
 
@@ -524,9 +520,7 @@ class Machine:
             self.trace.set_output(producer, out, block)
         else:
             engine, op = (
-                ("dma", "dma_copy")
-                if not target.alloc.buffer.on_chip
-                else ("vector", "tensor_copy")
+                ("dma", "dma_copy") if not target.alloc.on_chip else ("vector", "tensor_copy")
             )
             self.record(op, engine, [read] if read else [], (out, block))
         self._store_values(target, values, valid, picked)
@@ -568,15 +562,25 @@ class Machine:
                     f"in {target.alloc.buffer.value})"
                 )
             current_read = self.read(target, what, tile=False)
-            values, valid, _ = self._source(value, shape, what)
-            out, picked = self._target(target, what, valid)
+            values, valid = value.data, value.valid
+            if values.shape != shape:
+                values, valid = self._fit(values, valid, shape, what)
             self.trace.forget(value.alloc.id)
             producer.attrs["accumulate"] = True
+            if isinstance(target, NkiTensor):
+                out, picked = current_read.operand, None  # the region just read
+            else:
+                out, picked = self._target(target, what, valid)
             # The accumulation reads and writes the same region: set_output's write-after-
             # write dependencies are its read-after-write ones.
             self.trace.set_output(producer, out, target.alloc.block_of(out.box))
-            summed = current_read.values.astype(F32, copy=False) + values.astype(F32, copy=False)
-            self._store_values(target, summed, valid, picked)
+            if isinstance(target, NkiTensor) and target.dtype == F32:
+                np.add(target.data, values, out=target.data, where=True if valid is None else valid)
+            else:
+                summed = current_read.values.astype(F32, copy=False) + values.astype(
+                    F32, copy=False
+                )
+                self._store_values(target, summed, valid, picked)
             return
         current_read = self.read(target, what, tile=False)
         values, valid, read = self._source(value, shape, what)
@@ -647,11 +651,10 @@ class Machine:
                 out_dtype = promote(out_dtype, t.dtype)
             if any(isinstance(v, float) for v in args) and not is_float(out_dtype):
                 out_dtype = F32
-        with np.errstate(all="ignore"):
-            if name in ops.UNARY:
-                computed = ops.UNARY[name](values[0])
-            else:
-                computed = ops.BINARY[name](values[0], values[1])
+        if name in ops.UNARY:
+            computed = ops.UNARY[name](values[0])
+        else:
+            computed = ops.BINARY[name](values[0], values[1])
         computed = np.broadcast_to(computed, shape)
         return self.result(
             np.asarray(computed),
@@ -677,7 +680,7 @@ class Machine:
             raise ConstraintViolation(
                 f"cannot reshape `{x.alloc.name}` {list(x.shape)} to {list(shape)}"
             )
-        if x.alloc.buffer.on_chip and (not shape or shape[0] != x.shape[0]):
+        if x.alloc.on_chip and (not shape or shape[0] != x.shape[0]):
             raise ConstraintViolation(
                 f"reshape of on-chip tile `{x.alloc.name}` must keep its partition dimension "
                 f"({x.shape[0]}), got {list(shape)}"
@@ -685,10 +688,10 @@ class Machine:
         data = x.data.reshape(shape)
         dims = (
             tuple((None if i else x.dims[0]) for i in range(len(shape)))
-            if x.alloc.buffer.on_chip
+            if x.alloc.on_chip
             else tuple(None for _ in shape)
         )
-        par_axis = 0 if x.alloc.buffer.on_chip else None
+        par_axis = 0 if x.alloc.on_chip else None
         return NkiTensor(self, x.alloc, data, dims=dims, box=x.box, par_axis=par_axis)
 
     def broadcast(self, x: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
@@ -756,13 +759,12 @@ class Machine:
                 "mean": 0.0,
             }.get(name, 0.0)
             values = np.where(read.valid, values, identity)
-        with np.errstate(all="ignore"):
-            if name == "mean":
-                result = np.mean(values, axis=axes, keepdims=keepdims)
-            elif name == "var":
-                result = np.var(values, axis=axes, keepdims=keepdims)
-            else:
-                result = ops.REDUCTIONS[name](values, axis=axes, keepdims=keepdims)
+        if name == "mean":
+            result = np.mean(values, axis=axes, keepdims=keepdims)
+        elif name == "var":
+            result = np.var(values, axis=axes, keepdims=keepdims)
+        else:
+            result = ops.REDUCTIONS[name](values, axis=axes, keepdims=keepdims)
         if negate:
             result = -result
         out_dtype = (

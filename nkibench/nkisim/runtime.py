@@ -109,7 +109,9 @@ def execute(kernel: Any, args: list[Any], config: Config) -> KernelRun:
     grid = kernel.grid if isinstance(kernel, JitKernel) else ()
     function = kernel.fn if isinstance(kernel, JitKernel) else kernel
     started = time.perf_counter()
-    with running(machine):
+    # Floating-point warnings are not errors on the hardware either (a masked-out lane may hold
+    # garbage); they are silenced once here rather than around every instruction.
+    with running(machine), np.errstate(all="ignore"):
         wrapped = [
             machine.wrap_input(a, f"arg{i}") if isinstance(a, np.ndarray) else a
             for i, a in enumerate(args)

@@ -94,6 +94,7 @@ class Allocation:
         "id",
         "input_name",
         "name",
+        "on_chip",
         "par_axis",
         "pending",
         "readers",
@@ -115,6 +116,7 @@ class Allocation:
         self.data = data
         self.dtype: np.dtype[Any] = data.dtype
         self.buffer = buffer
+        self.on_chip = buffer.on_chip  # read for every operand: not an Enum property lookup
         self.name = name
         self.par_axis = par_axis
         self.pending = not initialized
@@ -377,7 +379,7 @@ class NkiTensor:
                 last = origin + stride * (start + step * (count - 1))
                 fixed[alloc_dim] = (min(first, last), max(first, last) + 1)
         data = self.data[tuple(key)]
-        if self.alloc.buffer.on_chip and data.ndim == 1 and par_axis == 0:
+        if self.alloc.on_chip and data.ndim == 1 and par_axis == 0:
             data, dims = data.reshape((*data.shape, 1)), [*dims, None]
         return self._child(data, tuple(dims), self._box_with(fixed), par_axis)
 
@@ -565,23 +567,27 @@ class NkiTensor:
         """The trace record of this view as an instruction operand."""
         data = self.data
         itemsize = data.dtype.itemsize
+        shape = data.shape
         # HBM has no partitions; a DMA spreads an access's first axis over them.
-        leading = self.par_axis == 0 or (self.par_axis is None and data.ndim >= 2)
-        partitions = data.shape[0] if data.ndim and leading else 1
+        leading = self.par_axis == 0 or (self.par_axis is None and len(shape) >= 2)
+        partitions = shape[0] if shape and leading else 1
         elements = data.size // partitions if partitions else 0
-        run = itemsize
-        for size, stride in zip(reversed(data.shape), reversed(data.strides), strict=True):
-            if stride != run and size > 1:
-                break
-            run *= size
-        if data.ndim and leading and data.shape[0] > 1:
-            run = min(run, elements * itemsize)
+        if self.alloc.on_chip:
+            run = elements * itemsize  # contiguity matters for the HBM side of a DMA only
+        else:
+            run = itemsize
+            for size, stride in zip(reversed(shape), reversed(data.strides), strict=True):
+                if stride != run and size > 1:
+                    break
+                run *= size
+            if shape and leading and shape[0] > 1:
+                run = min(run, elements * itemsize)
         return Operand(
             self.alloc.id,
             name or self.alloc.name,
             self.alloc.buffer.value,
             dtype_name(data.dtype),
-            tuple(data.shape),
+            shape,
             partitions,
             elements,
             data.size * itemsize,

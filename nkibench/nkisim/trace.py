@@ -18,14 +18,19 @@ ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
 WRITE_LOG_LIMIT = 512
 
 
+# Plain loops, not all(...) over generators: these run for every operand of every instruction.
 def boxes_intersect(a: Box, b: Box) -> bool:
-    return all(alo < bhi and blo < ahi for (alo, ahi), (blo, bhi) in zip(a, b, strict=True))
+    for (alo, ahi), (blo, bhi) in zip(a, b, strict=True):  # noqa: SIM110 - faster than all()
+        if alo >= bhi or blo >= ahi:
+            return False
+    return True
 
 
 def box_covers(outer: Box, inner: Box) -> bool:
-    return all(
-        olo <= ilo and ihi <= ohi for (olo, ohi), (ilo, ihi) in zip(outer, inner, strict=True)
-    )
+    for (olo, ohi), (ilo, ihi) in zip(outer, inner, strict=True):
+        if ilo < olo or ihi > ohi:
+            return False
+    return True
 
 
 @dataclass(slots=True)
@@ -88,23 +93,31 @@ class Trace:
 
     def __init__(self) -> None:
         self.instructions: list[Instruction] = []
-        self._writes: dict[int, list[tuple[Box, int]]] = {}
+        self._writes: dict[int, dict[tuple[int, ...], list[tuple[Box, int]]]] = {}
+        """allocation → block coordinates (() for accesses not inside one block) → writes."""
         self.live: dict[int, dict[tuple[int, ...], list[int]]] = {}
         """allocation → block coordinates → [first instruction, last instruction]."""
 
     def __len__(self) -> int:
         return len(self.instructions)
 
-    def _deps(self, operand: Operand, into: set[int]) -> None:
+    def _deps(self, operand: Operand, block: tuple[int, ...], into: set[int]) -> None:
+        """Add the writers of what `operand` reads: only writes in its block, or in no single
+        block, can overlap it (an access outside any block is checked against them all)."""
+        blocks = self._writes.get(operand.alloc)
+        if not blocks:
+            return
         target = operand.box
-        for box, writer in reversed(self._writes.get(operand.alloc, ())):
-            if box == target:  # the usual case: the tile that was written is read
-                into.add(writer)
-                return
-            if boxes_intersect(box, target):
-                into.add(writer)
-                if box_covers(box, target):
-                    return
+        logs = list(blocks.values()) if not block else [blocks.get(block, []), blocks.get((), [])]
+        for log in logs:
+            for box, writer in reversed(log):
+                if box == target:  # the usual case: the tile that was written is read
+                    into.add(writer)
+                    break
+                if boxes_intersect(box, target):
+                    into.add(writer)
+                    if box_covers(box, target):
+                        break
 
     def touch(self, operand: Operand, index: int, block: tuple[int, ...]) -> None:
         blocks = self.live.get(operand.alloc)
@@ -130,7 +143,7 @@ class Trace:
         index = len(self.instructions)
         deps: set[int] = set()
         for operand, block in inputs:
-            self._deps(operand, deps)
+            self._deps(operand, block, deps)
             self.touch(operand, index, block)
         instruction = Instruction(
             index,
@@ -152,9 +165,9 @@ class Trace:
     ) -> None:
         """Make `operand` the instruction's output (also used to retarget a fresh result)."""
         instruction.output = operand
-        self._deps(operand, instruction.deps)  # write after write
+        self._deps(operand, block, instruction.deps)  # write after write
         instruction.deps.discard(instruction.index)
-        writes = self._writes.setdefault(operand.alloc, [])
+        writes = self._writes.setdefault(operand.alloc, {}).setdefault(block, [])
         writes[:] = [w for w in writes if not box_covers(operand.box, w[0])]
         writes.append((operand.box, instruction.index))
         if len(writes) > WRITE_LOG_LIMIT:
