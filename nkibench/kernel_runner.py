@@ -5,7 +5,6 @@ kernel's own terms (error kind, message, kernel line)."""
 from __future__ import annotations
 
 import errno
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -162,5 +161,4 @@ def run_kernel_phase(
             if request.get("trace_path"):
                 run.trace.dump(Path(request["trace_path"]))
         del run
-    _ = time
     return {"ok": True, "seeds": seeds, "warnings": warnings, "capacity": capacity}

@@ -4,7 +4,7 @@
 on axes of the access, plus a constant. Kernels build them with + - * and integers (loop
 indices), compare them to make masks, and index tensors with them. Keeping them symbolic
 lets nkisim turn the usual `base + nl.arange(n)` into a plain NumPy slice (a view, no
-gather) and know an access's bounds without materialising it.
+gather), whose bounds are checked once, on the slice.
 """
 
 from __future__ import annotations
@@ -63,15 +63,6 @@ class IndexExpr:
         for term in self.terms:
             dims[term.axis] = max(dims[term.axis], term.length)
         return tuple(dims)
-
-    def bounds(self) -> tuple[int, int]:
-        """The smallest and largest value the expression takes."""
-        low = high = self.const
-        for term in self.terms:
-            end = term.coef * (term.length - 1)
-            low += min(0, end)
-            high += max(0, end)
-        return low, high
 
     def evaluate(self, ndim: int | None = None) -> IntArray:
         """The index values as an int64 array of this expression's (or `ndim`'s) rank."""

@@ -10,7 +10,7 @@ import numpy as np
 from nkibench.nkisim import isa, ops
 from nkibench.nkisim.dtypes import DTYPES, as_dtype
 from nkibench.nkisim.errors import ConstraintViolation, UnsupportedApi
-from nkibench.nkisim.index import IndexExpr, MGrid, arange
+from nkibench.nkisim.index import MGrid, arange
 from nkibench.nkisim.loops import LoopIndex, affine_range, sequential_range, static_range
 from nkibench.nkisim.machine import F32, LoopReduce, current
 from nkibench.nkisim.tensor import Access, Buffer, NkiTensor, ds, par_dim
@@ -230,12 +230,12 @@ def _binary(name: str) -> Any:
     return function
 
 
-_SCALAR_ENGINE = ops.ACTIVATIONS - {"copy", "abs", "sign"}
+_SCALAR_ENGINE = ops.ACTIVATIONS - {"abs", "sign"}
 for _name in ops.UNARY:
-    globals()[_name] = _unary(_name, "scalar" if _name in _SCALAR_ENGINE else "vector")
+    if _name != "copy":  # nl.copy above is the data move; it is also the identity op
+        globals()[_name] = _unary(_name, "scalar" if _name in _SCALAR_ENGINE else "vector")
 for _name in ops.BINARY:
     globals()[_name] = _binary(_name)
-copy_activation = globals()["copy"] = copy  # nl.copy is both a data move and the identity op
 ops.register_op(copy, "copy")
 
 
@@ -397,6 +397,3 @@ def __getattr__(name: str) -> Any:
     if name.startswith("__"):  # Python's own machinery (__path__, __wrapped__...)
         raise AttributeError(name)
     raise UnsupportedApi(f"nl.{name} is not implemented by nkisim")
-
-
-_ = IndexExpr

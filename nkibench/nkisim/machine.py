@@ -99,7 +99,7 @@ class Capacity:
     sbuf_peak_bytes: int = 0
     psum_peak_banks: int = 0
     sbuf_limit: int = 0
-    psum_banks: int = 8
+    psum_banks: int = 0
     at_instruction: dict[str, int] = field(default_factory=dict)
 
 
@@ -823,7 +823,10 @@ class Machine:
                 size = alloc.bytes_per_partition(block)
                 amount = size if kind == "sbuf" else -(-size // bank)
                 events[kind] += [(first, amount), (last + 1, -amount)]
-        result = Capacity(sbuf_limit=self.target.sbuf_bytes_per_partition)
+        result = Capacity(
+            sbuf_limit=self.target.sbuf_bytes_per_partition,
+            psum_banks=self.target.psum_bytes_per_partition // bank,
+        )
         for kind, items in events.items():
             level = peak = peak_at = 0
             for position, delta in sorted(items, key=lambda e: (e[0], e[1])):

@@ -113,9 +113,6 @@ COMPARISONS = frozenset(
     {"equal", "not_equal", "greater", "greater_equal", "less", "less_equal"}
     | {"logical_and", "logical_or", "logical_xor", "logical_not"}
 )
-BITWISE = frozenset(
-    {"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"}
-)
 
 REDUCTIONS: dict[str, Callable[..., Array]] = {
     "add": np.sum,

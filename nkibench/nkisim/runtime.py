@@ -15,7 +15,7 @@ from nkibench.nkisim.dtypes import sentinel_bits
 from nkibench.nkisim.errors import ConstraintViolation, KernelError
 from nkibench.nkisim.frontend import JitKernel
 from nkibench.nkisim.machine import Capacity, Config, Machine, running
-from nkibench.nkisim.tensor import Buffer, NkiTensor
+from nkibench.nkisim.tensor import NkiTensor
 from nkibench.nkisim.trace import Trace
 from nkibench.static_check import FORBIDDEN_NAMES, module_allowed
 
@@ -144,7 +144,6 @@ def execute(kernel: Any, args: list[Any], config: Config) -> KernelRun:
     if notes and config.strict_capacity:
         raise ConstraintViolation("; ".join(notes) + " (the task asks for strict capacity)")
     warnings += notes
-    _ = Buffer
     return KernelRun(
         outputs=arrays,
         never_written=[_never_written(a) for a in arrays],

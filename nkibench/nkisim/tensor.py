@@ -10,7 +10,6 @@ as a view (gathers, accesses that reach outside the tensor and must be masked) g
 
 from __future__ import annotations
 
-import itertools
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -730,11 +729,3 @@ class Access:
     def __iadd__(self, value: Any) -> Access:
         self.base._machine.update(self, value, "add")
         return self
-
-
-def product(shape: tuple[int, ...]) -> int:
-    return int(np.prod(shape, dtype=np.int64)) if shape else 1
-
-
-def strides_of(shape: tuple[int, ...]) -> list[int]:
-    return list(itertools.accumulate(reversed(shape[1:]), lambda a, b: a * b, initial=1))[::-1]
