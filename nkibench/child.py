@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from nkibench.correctness import compare_outputs
+from nkibench.flop_count import compulsory_bytes, count_forward
 from nkibench.kernel_runner import run_kernel_phase
 from nkibench.nkisim.dtypes import as_dtype
 from nkibench.reference_module import load_reference
@@ -79,11 +80,27 @@ def _reference_module(request: dict[str, Any]) -> ModuleType:
         raise _TaskFailure(_reference_error(e, path)) from e
 
 
+def _count_work(
+    module: ModuleType, inputs: list[Any], kernel_inputs: list[Any], expected: list[Any]
+) -> dict[str, Any]:
+    """The roofline's flops and bytes, counted from forward() (see nkibench.flop_count)."""
+    try:
+        tally = count_forward(module.forward, inputs)
+    except Exception as e:
+        return {"error": f"counting forward()'s work failed: {type(e).__name__}: {e}"}
+    return {
+        "vec_flops": tally.vec_flops,
+        "mm_flops": tally.mm_flops,
+        "bytes": compulsory_bytes(kernel_inputs, expected),
+    }
+
+
 def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
     path = request["reference"]
     module = _reference_module(request)
     data = Path(request["data_dir"])
     seeds: dict[str, Any] = {}
+    work: dict[str, Any] | None = None
     for seed in request["seeds"]:
         folder = data / f"seed_{seed}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -108,6 +125,8 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
                             f"kernel input {i} has dtype {value.dtype}, which NKI does not have "
                             "(cast it, e.g. .astype(np.float32))"
                         ) from None
+            if request.get("count_work") and work is None:
+                work = _count_work(module, list(inputs), kernel_inputs, _listed(expected))
             seeds[str(seed)] = {
                 "inputs": [_spec(v, folder, f"input_{i}") for i, v in enumerate(kernel_inputs)],
                 "expected": [
@@ -117,7 +136,7 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
             }
         except Exception as e:
             return _reference_error(e, path)
-    return {"ok": True, "seeds": seeds}
+    return {"ok": True, "seeds": seeds, "work": work}
 
 
 def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:

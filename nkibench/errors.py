@@ -6,7 +6,7 @@ root of their own; the CLI renders them like accelopt's errors.
 
 from typing import ClassVar, Literal
 
-__all__ = ["ERROR_KINDS", "ErrorKind", "NkiBenchError", "TaskError"]
+__all__ = ["ERROR_KINDS", "BackendUnavailable", "ErrorKind", "NkiBenchError", "TaskError"]
 
 ErrorKind = Literal[
     "rejected",  # the static check refused the kernel source (forbidden import or name)
@@ -20,6 +20,7 @@ ErrorKind = Literal[
     "timeout",  # wall-clock limit reached; the process group was killed
     "resource",  # memory, file-size or other resource limit reached
     "incorrect",  # ran, but outputs differ from the reference (values, shape, count)
+    "measurement",  # correct, but timing it failed (the profiler or the device broke)
     "task",  # the task folder itself is broken (reference.py, task.toml)
 ]
 ERROR_KINDS: tuple[ErrorKind, ...] = (
@@ -31,6 +32,7 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
     "timeout",
     "resource",
     "incorrect",
+    "measurement",
     "task",
 )
 
@@ -47,5 +49,11 @@ class NkiBenchError(Exception):
 
 class TaskError(NkiBenchError):
     """A task folder that cannot be used; the message names the file and the problem."""
+
+    exit_code: ClassVar[int] = 2
+
+
+class BackendUnavailable(NkiBenchError):
+    """The backend asked for cannot run here; the message says what is missing."""
 
     exit_code: ClassVar[int] = 2

@@ -1,8 +1,11 @@
-"""Checking a kernel against its task: the parent side, which never runs task or kernel code.
+"""Checking and profiling a kernel against its task: the parent side, which never runs task or
+kernel code.
 
-Three sandboxed children do the work (see nkibench.child): the reference makes inputs and
-expected outputs per seed, the kernel runs under nkisim, and the comparison applies the task's
-output transform and AccelOpt's relative-L2 rule. Correctness stops at the first failing seed.
+Sandboxed children do the work (see nkibench.child): the reference makes inputs and expected
+outputs per seed, the backend runs the kernel, and the comparison applies the task's output
+transform and AccelOpt's relative-L2 rule; correctness stops at the first failing seed. A
+profile then asks the backend for the latency of the (correct) kernel and puts it against the
+task's roofline.
 """
 
 from __future__ import annotations
@@ -11,46 +14,21 @@ import json
 import signal
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nkibench.backend import Backend, NkisimBackend
 from nkibench.errors import ErrorKind
+from nkibench.result import KernelResult
+from nkibench.roofline import Work, pct_of_peak, roofline
 from nkibench.sandbox import ChildOutcome, Limits, run_child
 from nkibench.static_check import check_source, violation_kind
 from nkibench.task import KERNEL_FILE, TaskSpec
 
-__all__ = ["CheckResult", "check_kernel"]
+__all__ = ["Session", "check_kernel", "profile_kernel"]
 
 CHILD = "nkibench.child"
-
-
-@dataclass
-class CheckResult:
-    """The outcome of checking one kernel on one task (the JSON of `accelopt check`)."""
-
-    task: str
-    backend: str
-    shapes: str
-    compiled: bool
-    correct: bool
-    error_kind: ErrorKind | None
-    message: str
-    max_rel_l2: float | None = None
-    seeds: list[int] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    line: int | None = None
-    kernel_seconds: float | None = None
-    """nkisim wall time of the first seed's run (interpreter time, not a latency)."""
-    forward_seconds: float | None = None
-    """NumPy reference forward() time on the same inputs."""
-    instructions: int | None = None
-    engine_counts: dict[str, int] = field(default_factory=dict)
-    capacity: dict[str, Any] = field(default_factory=dict)
-    duration_s: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class _Failure(Exception):
@@ -59,7 +37,13 @@ class _Failure(Exception):
         self.kind, self.message, self.line = kind, message, line
 
 
-def _child(kind: str, request: dict[str, Any], workdir: Path, limits: Limits) -> dict[str, Any]:
+def _child(
+    kind: str,
+    request: dict[str, Any],
+    workdir: Path,
+    limits: Limits,
+    environment: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Run one phase; a child that died without a result becomes a typed failure."""
     result_path = workdir / f"{kind}.result.json"
     outcome = run_child(
@@ -67,6 +51,7 @@ def _child(kind: str, request: dict[str, Any], workdir: Path, limits: Limits) ->
         {**request, "kind": kind, "result_path": str(result_path)},
         workdir=workdir / kind,
         limits=limits,
+        environment=environment,
     )
     if result_path.exists():
         result: dict[str, Any] = json.loads(result_path.read_text())
@@ -74,10 +59,14 @@ def _child(kind: str, request: dict[str, Any], workdir: Path, limits: Limits) ->
     raise _Failure(*_death(kind, outcome, limits))
 
 
+KERNEL_PHASES = frozenset({"kernel", "neuron_kernel", "neuron_measure"})
+
+
 def _death(kind: str, outcome: ChildOutcome, limits: Limits) -> tuple[ErrorKind, str]:
-    who = "the kernel" if kind == "kernel" else f"the task's reference code ({kind})"
+    kernel = kind in KERNEL_PHASES
+    who = "the kernel" if kernel else f"the task's reference code ({kind})"
     if outcome.timed_out:
-        return ("timeout" if kind == "kernel" else "task"), (
+        return ("timeout" if kernel else "task"), (
             f"{who} ran past the {limits.timeout_s:g} s limit and was killed with its process group"
         )
     number = outcome.signal
@@ -89,16 +78,16 @@ def _death(kind: str, outcome: ChildOutcome, limits: Limits) -> tuple[ErrorKind,
         return "resource", f"{who} was killed ({outcome.describe_signal()}): memory or CPU limit"
     if number:
         return (
-            "runtime" if kind == "kernel" else "task"
+            "runtime" if kernel else "task"
         ), f"{who} crashed with {outcome.describe_signal()}{detail}"
     return (
-        "runtime" if kind == "kernel" else "task"
+        "runtime" if kernel else "task"
     ), f"{who} exited with status {outcome.returncode} and no result{detail}"
 
 
 @dataclass
-class _Check:
-    """One check's phases, each in its sandboxed child, sharing a temporary directory."""
+class Session:
+    """One evaluation's children, sharing a temporary directory (backends run more phases)."""
 
     task: TaskSpec
     source: str
@@ -107,7 +96,9 @@ class _Check:
     target: str
     limits: Limits
     root: Path
-    result: CheckResult
+    result: KernelResult
+    backend: Backend
+    order_check: bool
 
     @property
     def common(self) -> dict[str, Any]:
@@ -119,18 +110,12 @@ class _Check:
             "out_dir": str(self.root / "outputs"),
         }
 
-    def reference(self) -> dict[str, Any]:
-        reference = _child("reference", self.common, self.root, self.limits)
-        if not reference["ok"]:
-            raise _Failure("task", reference["message"])
-        manifest: dict[str, Any] = reference["seeds"]
-        self.result.forward_seconds = manifest[str(self.seeds[0])]["forward_s"]
-        return manifest
+    def child(self, kind: str, request: dict[str, Any]) -> dict[str, Any]:
+        environment = self.backend.environment() if kind in KERNEL_PHASES else None
+        return _child(kind, request, self.root, self.limits, environment)
 
-    def kernel(
-        self, manifest: dict[str, Any], *, order_check: bool, trace_path: Path | None
-    ) -> dict[str, Any]:
-        request = {
+    def kernel_request(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        return {
             **self.common,
             "manifest": manifest,
             "kernel_source": self.source,
@@ -139,22 +124,31 @@ class _Check:
             "function": self.task.kernel_function,
             "target": self.target,
             "strict_capacity": self.task.strict_capacity,
-            "order_check": order_check,
-            "trace_path": str(trace_path) if trace_path else None,
+            "order_check": self.order_check,
         }
-        kernel = _child("kernel", request, self.root, self.limits)
+
+    def reference(self, *, count_work: bool) -> dict[str, Any]:
+        reference = self.child("reference", {**self.common, "count_work": count_work})
+        if not reference["ok"]:
+            raise _Failure("task", reference["message"])
+        self.result.forward_seconds = reference["seeds"][str(self.seeds[0])]["forward_s"]
+        return reference
+
+    def kernel(self, manifest: dict[str, Any], *, profile: bool) -> dict[str, Any]:
+        request = {**self.kernel_request(manifest), **self.backend.kernel_request(profile)}
+        kernel = self.child(self.backend.kernel_phase, request)
         if not kernel["ok"]:
             raise _Failure(kernel["kind"], kernel["message"], kernel.get("line") or None)
         first = kernel["seeds"][str(self.seeds[0])]
         result = self.result
         result.kernel_seconds = first["kernel_s"]
-        result.instructions = first["instructions"]
+        result.instructions = first.get("instructions")
         result.engine_counts = first.get("engine_counts", {})
         result.warnings = kernel["warnings"]
-        result.capacity = kernel["capacity"]
+        result.capacity = kernel.get("capacity", {})
         result.compiled = True
         for seed in self.seeds:
-            for i, count in enumerate(kernel["seeds"][str(seed)]["never_written"]):
+            for i, count in enumerate(kernel["seeds"][str(seed)].get("never_written", [])):
                 if count:
                     raise _Failure(
                         "incorrect",
@@ -170,7 +164,7 @@ class _Check:
             "output_counts": {str(s): kernel["seeds"][str(s)]["outputs"] for s in self.seeds},
             "rel_tol": self.task.rel_tol,
         }
-        comparison = _child("compare", request, self.root, self.limits)
+        comparison = self.child("compare", request)
         if not comparison["ok"]:
             raise _Failure("task", comparison["message"])
         worst = 0.0
@@ -185,6 +179,94 @@ class _Check:
         self.result.correct = True
 
 
+def _task_work(task: TaskSpec, shapes: str, counted: dict[str, Any] | None) -> Work | str:
+    """The roofline's work: task.toml's formulas, else what the reference phase counted; a
+    string says why there is none."""
+    if task.roofline:
+        counts = task.roofline_counts(shapes)
+        return Work(
+            counts.get("vec_flops", 0.0),
+            counts.get("mm_flops", 0.0),
+            counts.get("bytes", 0.0),
+            "task.toml",
+        )
+    if counted is None:
+        return "the reference's work was not counted"
+    if "error" in counted:
+        return str(counted["error"])
+    return Work(counted["vec_flops"], counted["mm_flops"], counted["bytes"], "counted")
+
+
+def _apply_roofline(result: KernelResult, work: Work | str) -> None:
+    if isinstance(work, str):
+        result.warnings.append(f"no roofline, so no % of peak: {work}")
+        return
+    line = roofline(work, result.target)
+    result.roofline = line.to_json()
+    if result.latency_ms is None or result.latency_ms <= 0:
+        return
+    result.pct_of_peak = pct_of_peak(line.seconds, result.latency_ms * 1e-3)
+    if result.pct_of_peak > 100.0:
+        result.warnings.append(
+            f"{result.pct_of_peak:.0f}% of peak is above 100%: the roofline's counts "
+            f"({work.source}) are too low or the {result.latency_kind} latency too short"
+        )
+
+
+def _evaluate(
+    task: TaskSpec,
+    backend: Backend,
+    *,
+    profile: bool,
+    kernel_source: str | None,
+    shapes: str,
+    seeds: tuple[int, ...] | None,
+    target: str,
+    order_check: bool,
+    workdir: Path | None,
+    threads: int,
+    limits: Limits | None,
+) -> KernelResult:
+    started = time.monotonic()
+    source = task.kernel_source if kernel_source is None else kernel_source
+    chosen_seeds = tuple(seeds or task.seeds)
+    result = KernelResult(task.name, backend.name, target, shapes, seeds=list(chosen_seeds))
+    task.overrides(shapes)  # an unknown shape set is the caller's error, raised here
+    limits = limits or backend.limits(task, shapes, threads)
+    try:
+        violations = check_source(source, KERNEL_FILE)
+        if violations:
+            message = "; ".join(v.render(KERNEL_FILE) for v in violations[:5])
+            raise _Failure(violation_kind(violations), message, violations[0].line)
+        with tempfile.TemporaryDirectory(prefix="nkibench-", dir=workdir) as tmp:
+            session = Session(
+                task,
+                source,
+                chosen_seeds,
+                shapes,
+                target,
+                limits,
+                Path(tmp),
+                result,
+                backend,
+                order_check,
+            )
+            reference = session.reference(count_work=profile and not task.roofline)
+            manifest = reference["seeds"]
+            kernel = session.kernel(manifest, profile=profile)
+            session.compare(manifest, kernel)
+            if profile:
+                backend.measure(session, kernel)
+                _apply_roofline(result, _task_work(task, shapes, reference.get("work")))
+    except _Failure as failure:
+        result.error_kind = failure.kind
+        result.message = failure.message
+        result.line = failure.line
+    result.fingerprint = backend.fingerprint(target)
+    result.duration_s = time.monotonic() - started
+    return result
+
+
 def check_kernel(
     task: TaskSpec,
     *,
@@ -197,31 +279,48 @@ def check_kernel(
     workdir: Path | None = None,
     threads: int = 1,
     limits: Limits | None = None,
-) -> CheckResult:
+) -> KernelResult:
     """Check `kernel_source` (default: the task's kernel.py) for correctness under nkisim."""
-    started = time.monotonic()
-    source = task.kernel_source if kernel_source is None else kernel_source
-    chosen_seeds = tuple(seeds or task.seeds)
-    result = CheckResult(
-        task.name, "nkisim", shapes, False, False, None, "", seeds=list(chosen_seeds)
+    return _evaluate(
+        task,
+        NkisimBackend(trace_path=trace_path),
+        profile=False,
+        kernel_source=kernel_source,
+        shapes=shapes,
+        seeds=seeds,
+        target=target,
+        order_check=order_check,
+        workdir=workdir,
+        threads=threads,
+        limits=limits,
     )
-    task.overrides(shapes)  # an unknown shape set is the caller's error, raised here
-    limits = limits or Limits(
-        timeout_s=task.timeout_for(shapes), memory_mb=task.memory_mb, threads=threads
+
+
+def profile_kernel(
+    task: TaskSpec,
+    *,
+    backend: Backend | None = None,
+    kernel_source: str | None = None,
+    shapes: str = "small",
+    seeds: tuple[int, ...] | None = None,
+    target: str = "trn1",
+    order_check: bool = True,
+    workdir: Path | None = None,
+    threads: int = 1,
+    limits: Limits | None = None,
+) -> KernelResult:
+    """Check the kernel, then time it on `backend` (default nkisim: an estimated latency)
+    and put the latency against the task's roofline (% of peak)."""
+    return _evaluate(
+        task,
+        backend or NkisimBackend(),
+        profile=True,
+        kernel_source=kernel_source,
+        shapes=shapes,
+        seeds=seeds,
+        target=target,
+        order_check=order_check,
+        workdir=workdir,
+        threads=threads,
+        limits=limits,
     )
-    try:
-        violations = check_source(source, KERNEL_FILE)
-        if violations:
-            message = "; ".join(v.render(KERNEL_FILE) for v in violations[:5])
-            raise _Failure(violation_kind(violations), message, violations[0].line)
-        with tempfile.TemporaryDirectory(prefix="nkibench-", dir=workdir) as tmp:
-            check = _Check(task, source, chosen_seeds, shapes, target, limits, Path(tmp), result)
-            manifest = check.reference()
-            kernel = check.kernel(manifest, order_check=order_check, trace_path=trace_path)
-            check.compare(manifest, kernel)
-    except _Failure as failure:
-        result.error_kind = failure.kind
-        result.message = failure.message
-        result.line = failure.line
-    result.duration_s = time.monotonic() - started
-    return result

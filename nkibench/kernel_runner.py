@@ -12,13 +12,22 @@ from typing import Any
 import numpy as np
 
 from nkibench.correctness import relative_l2
+from nkibench.cost import estimate
+from nkibench.kernel_loader import kernel_line, load_kernel
 from nkibench.nkisim.errors import KernelError, OrderDependence
 from nkibench.nkisim.frontend import install_shadow_modules
 from nkibench.nkisim.machine import Config
-from nkibench.nkisim.runtime import KernelRun, execute, kernel_line, load_kernel
+from nkibench.nkisim.runtime import KernelRun, execute
 from nkibench.static_check import check_source, violation_kind
 
-__all__ = ["ORDER_TOLERANCE", "run_kernel_phase"]
+__all__ = [
+    "ORDER_TOLERANCE",
+    "load_phase_kernel",
+    "run_error",
+    "run_kernel_phase",
+    "save_outputs",
+    "seed_arguments",
+]
 
 ORDER_TOLERANCE = 1e-5
 """Relative L2 change allowed when affine loops run backwards (float reassociation only)."""
@@ -76,73 +85,106 @@ def _order_check(
     )
 
 
-def run_kernel_phase(
-    request: dict[str, Any], restore: Callable[[dict[str, Any], Path], Any]
-) -> dict[str, Any]:
+def load_phase_kernel(request: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+    """The kernel function of a kernel phase's request, or the error result that says why
+    it does not load. The shadow NKI modules must be installed first if nkisim runs it."""
     display = request["display_name"]
     filename = request["kernel_file"]
     violations = check_source(request["kernel_source"], display)
     if violations:
         message = "; ".join(v.render(display) for v in violations[:5])
-        return _error(violation_kind(violations), message, violations[0].line)
-    install_shadow_modules()
+        return None, _error(violation_kind(violations), message, violations[0].line)
     try:
-        kernel = load_kernel(request["kernel_source"], filename, request["function"])
+        return load_kernel(request["kernel_source"], filename, request["function"]), None
     except KernelError as e:
-        return _error(
-            e.kind, _located(e.message, display, kernel_line(e, filename)), kernel_line(e, filename)
-        )
+        line = kernel_line(e, filename)
+        return None, _error(e.kind, _located(e.message, display, line), line)
     except SyntaxError as e:
-        return _error("compile", f"{display} line {e.lineno}: SyntaxError: {e.msg}", e.lineno or 0)
+        return None, _error(
+            "compile", f"{display} line {e.lineno}: SyntaxError: {e.msg}", e.lineno or 0
+        )
     except MemoryError:
         raise
     except Exception as e:
         line = kernel_line(e, filename)
-        return _error("compile", _located(f"{type(e).__name__}: {e}", display, line), line)
+        return None, _error("compile", _located(f"{type(e).__name__}: {e}", display, line), line)
+
+
+def run_error(
+    error: BaseException, request: dict[str, Any], seed: int, kind: str = "runtime"
+) -> dict[str, Any]:
+    """The result of a kernel that raised while running on `seed`."""
+    display, filename = request["display_name"], request["kernel_file"]
+    line = kernel_line(error, filename)
+    if isinstance(error, KernelError):
+        return _error(error.kind, _located(error.message, display, line), line, seed)
+    if isinstance(error, RecursionError):
+        return _error("runtime", f"RecursionError: {error}", line, seed)
+    if isinstance(error, OSError) and error.errno == errno.EFBIG:
+        # Python ignores SIGXFSZ: the write fails instead
+        return _error("resource", "the kernel wrote more than the file size limit", line, seed)
+    return _error(kind, _located(f"{type(error).__name__}: {error}", display, line), line, seed)
+
+
+def save_outputs(request: dict[str, Any], seed: int, outputs: list[Any]) -> None:
+    folder = Path(request["out_dir"]) / f"seed_{seed}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, array in enumerate(outputs):
+        np.save(folder / f"output_{i}.npy", np.asarray(array), allow_pickle=False)
+
+
+def seed_arguments(
+    request: dict[str, Any], seed: int, restore: Callable[[dict[str, Any], Path], Any]
+) -> list[Any]:
+    manifest = request["manifest"][str(seed)]
+    folder = Path(request["data_dir"]) / f"seed_{seed}"
+    return [restore(spec, folder) for spec in manifest["inputs"]]
+
+
+def _first_seed_details(request: dict[str, Any], run: KernelRun) -> dict[str, Any]:
+    if request.get("trace_path"):
+        run.trace.dump(Path(request["trace_path"]))
+    return {
+        "warnings": run.warnings,
+        "capacity": {
+            "sbuf_peak_bytes": run.capacity.sbuf_peak_bytes,
+            "sbuf_limit_bytes": run.capacity.sbuf_limit,
+            "psum_peak_banks": run.capacity.psum_peak_banks,
+            "psum_banks": run.capacity.psum_banks,
+        },
+        "estimate": (
+            estimate(run.trace.instructions, request["target"]).to_json()
+            if request.get("estimate")
+            else None
+        ),
+    }
+
+
+def run_kernel_phase(
+    request: dict[str, Any], restore: Callable[[dict[str, Any], Path], Any]
+) -> dict[str, Any]:
+    install_shadow_modules()
+    kernel, failure = load_phase_kernel(request)
+    if failure is not None:
+        return failure
     config = Config(
         target=request["target"],
         strict_capacity=request["strict_capacity"],
-        kernel_file=filename,
+        kernel_file=request["kernel_file"],
     )
-    data, outputs = Path(request["data_dir"]), Path(request["out_dir"])
     seeds: dict[str, Any] = {}
-    warnings: list[str] = []
-    capacity: dict[str, Any] = {}
+    details: dict[str, Any] = {}
     for number, seed in enumerate(request["seeds"]):
-        manifest = request["manifest"][str(seed)]
-        args = [restore(spec, data / f"seed_{seed}") for spec in manifest["inputs"]]
+        args = seed_arguments(request, seed, restore)
         try:
             run = execute(kernel, args, config)
             if number == 0 and request["order_check"]:
-                _order_check(kernel, args, config, run, display)
-        except KernelError as e:
-            line = kernel_line(e, filename)
-            return _error(e.kind, _located(e.message, display, line), line, seed)
+                _order_check(kernel, args, config, run, request["display_name"])
         except MemoryError:
             raise
-        except RecursionError as e:
-            return _error("runtime", f"RecursionError: {e}", kernel_line(e, filename), seed)
-        except OSError as e:
-            if e.errno == errno.EFBIG:  # Python ignores SIGXFSZ: the write fails instead
-                return _error(
-                    "resource",
-                    "the kernel wrote more than the file size limit",
-                    kernel_line(e, filename),
-                    seed,
-                )
-            line = kernel_line(e, filename)
-            return _error(
-                "runtime", _located(f"{type(e).__name__}: {e}", display, line), line, seed
-            )
         except Exception as e:
-            line = kernel_line(e, filename)
-            return _error(
-                "runtime", _located(f"{type(e).__name__}: {e}", display, line), line, seed
-            )
-        folder = outputs / f"seed_{seed}"
-        folder.mkdir(parents=True, exist_ok=True)
-        for i, array in enumerate(run.outputs):
-            np.save(folder / f"output_{i}.npy", array, allow_pickle=False)
+            return run_error(e, request, seed)
+        save_outputs(request, seed, run.outputs)
         seeds[str(seed)] = {
             "outputs": len(run.outputs),
             "never_written": run.never_written,
@@ -150,15 +192,7 @@ def run_kernel_phase(
             "kernel_s": run.seconds,
         }
         if number == 0:
-            warnings = run.warnings
-            capacity = {
-                "sbuf_peak_bytes": run.capacity.sbuf_peak_bytes,
-                "sbuf_limit_bytes": run.capacity.sbuf_limit,
-                "psum_peak_banks": run.capacity.psum_peak_banks,
-                "psum_banks": run.capacity.psum_banks,
-            }
             seeds[str(seed)]["engine_counts"] = run.trace.engine_counts()
-            if request.get("trace_path"):
-                run.trace.dump(Path(request["trace_path"]))
+            details = _first_seed_details(request, run)
         del run
-    return {"ok": True, "seeds": seeds, "warnings": warnings, "capacity": capacity}
+    return {"ok": True, "seeds": seeds, **details}

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,8 @@ STREAM_TAIL = 4000
 @dataclass(frozen=True)
 class Limits:
     timeout_s: float
-    memory_mb: int = 8192
+    memory_mb: int | None = 8192
+    """Address-space limit; None for backends whose runtime maps device memory (Neuron)."""
     cpu_s: int | None = None
     """Defaults to the timeout times the number of CPUs, plus a margin."""
     file_size_mb: int = 4096
@@ -55,8 +57,12 @@ class ChildOutcome:
         return signal.Signals(number).name if number else ""
 
 
-def child_environment(workdir: Path, threads: int) -> dict[str, str]:
-    """The whole environment of a child: built from nothing, never copied from the parent."""
+def child_environment(
+    workdir: Path, threads: int, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The whole environment of a child: built from nothing, never copied from the parent.
+    `extra` is what a backend needs (the Neuron tools' PATH, the NeuronCore to use); the
+    caller vouches that it holds no secret."""
     thread_count = str(max(1, threads))
     return {
         "PATH": os.defpath,
@@ -70,21 +76,23 @@ def child_environment(workdir: Path, threads: int) -> dict[str, str]:
         "OMP_NUM_THREADS": thread_count,
         "OPENBLAS_NUM_THREADS": thread_count,
         "MKL_NUM_THREADS": thread_count,
+        **(extra or {}),
     }
 
 
 def apply_limits(limits: dict[str, Any]) -> None:
     """Called by the child on itself, first thing (never a preexec_fn: the parent has threads)."""
-    memory = int(limits["memory_mb"]) * 1024 * 1024
     cpu = limits.get("cpu_s") or int(limits["timeout_s"] * (os.cpu_count() or 1)) + 10
     size = int(limits["file_size_mb"]) * 1024 * 1024
-    for which, value in (
-        (resource.RLIMIT_AS, memory),
+    settings = [
         (resource.RLIMIT_CPU, int(cpu)),
         (resource.RLIMIT_FSIZE, size),
         (resource.RLIMIT_NOFILE, int(limits["open_files"])),
         (resource.RLIMIT_CORE, 0),
-    ):
+    ]
+    if limits.get("memory_mb") is not None:
+        settings.append((resource.RLIMIT_AS, int(limits["memory_mb"]) * 1024 * 1024))
+    for which, value in settings:
         resource.setrlimit(which, (value, value))
 
 
@@ -100,7 +108,12 @@ def _tail(path: Path) -> str:
 
 
 def run_child(
-    module: str, request: dict[str, Any], *, workdir: Path, limits: Limits
+    module: str,
+    request: dict[str, Any],
+    *,
+    workdir: Path,
+    limits: Limits,
+    environment: Mapping[str, str] | None = None,
 ) -> ChildOutcome:
     """Run `python -m module` in the sandbox with `request` on stdin; wait at most the timeout.
 
@@ -120,7 +133,7 @@ def run_child(
             stdout=stdout,
             stderr=stderr,
             cwd=workdir,
-            env=child_environment(workdir, limits.threads),
+            env=child_environment(workdir, limits.threads, environment),
             close_fds=True,
             process_group=0,
         )

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from nkibench.kernel_loader import load_kernel
 from nkibench.nkisim.frontend import install_shadow_modules
 from nkibench.nkisim.machine import Config
-from nkibench.nkisim.runtime import KernelRun, execute, load_kernel
+from nkibench.nkisim.runtime import KernelRun, execute
 
 PRELUDE = """\
 import numpy as np

@@ -1,67 +1,22 @@
-"""Loading a kernel module with restricted builtins, and executing it on a fresh machine."""
+"""Executing a loaded kernel on a fresh nkisim machine."""
 
 from __future__ import annotations
 
-import builtins
 import itertools
 import time
-import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from nkibench.nkisim.dtypes import sentinel_bits
-from nkibench.nkisim.errors import ConstraintViolation, KernelError
+from nkibench.nkisim.errors import ConstraintViolation
 from nkibench.nkisim.frontend import JitKernel
 from nkibench.nkisim.machine import Capacity, Config, Machine, running
 from nkibench.nkisim.tensor import NkiTensor
 from nkibench.nkisim.trace import Trace
-from nkibench.static_check import FORBIDDEN_NAMES, module_allowed
 
-__all__ = ["ImportBlocked", "KernelRun", "execute", "kernel_line", "load_kernel"]
-
-
-class ImportBlocked(KernelError):
-    kind = "rejected"
-
-
-def _guarded_import(
-    name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
-) -> Any:
-    if level or not module_allowed(name):
-        raise ImportBlocked(f"import of {name!r} is not allowed in a kernel")
-    return builtins.__import__(name, globals, locals, fromlist, level)
-
-
-def _safe_builtins() -> dict[str, Any]:
-    allowed = {
-        name: getattr(builtins, name)
-        for name in dir(builtins)
-        if not name.startswith("_") and name not in FORBIDDEN_NAMES
-    }
-    allowed["__import__"] = _guarded_import
-    allowed["__build_class__"] = builtins.__build_class__
-    return allowed
-
-
-def load_kernel(source: str, filename: str, function: str) -> Any:
-    """Execute the kernel module with restricted builtins and return its kernel function."""
-    code = compile(source, filename, "exec")
-    namespace: dict[str, Any] = {"__name__": "nki_kernel", "__builtins__": _safe_builtins()}
-    exec(code, namespace)
-    if function not in namespace:
-        raise NameError(f"the kernel module defines no `{function}`")
-    return namespace[function]
-
-
-def kernel_line(error: BaseException, filename: str) -> int:
-    """The innermost line of the kernel file in an exception's traceback (0 if none)."""
-    line = 0
-    for frame in traceback.extract_tb(error.__traceback__):
-        if frame.filename == filename:
-            line = frame.lineno or 0
-    return line
+__all__ = ["KernelRun", "execute"]
 
 
 @dataclass

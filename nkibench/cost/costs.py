@@ -1,0 +1,149 @@
+"""What one instruction costs on its engine, from the generation's table.
+
+Pure functions of an instruction's operands and attributes; the scheduler decides when each
+instruction runs. Times are nanoseconds.
+
+LoadStationary has no cost of its own: the documented fast, background LoadStationary of at
+most 128 columns takes at most 32 cycles and overlaps the matmul before it, which takes at
+least 64.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from nkibench.cost.tables import Generation
+from nkibench.nkisim.trace import Instruction, Operand
+
+__all__ = ["Cost", "CostTable", "is_hbm"]
+
+ON_CHIP = frozenset({"sbuf", "psum"})
+NARROW = frozenset({"bfloat16", "float16", "float8_e4m3", "float8_e5m2", "int8", "uint8"})
+"""Dtypes of at most 2 bytes: VectorE's fast mode on trn2 needs every operand in one."""
+FOUR_BYTE_MATMUL = frozenset({"float32", "int32", "uint32"})
+SMALL_RUN_BYTES = 512
+"""Bytes moved in runs shorter than this are reported as small transfers."""
+
+
+def is_hbm(operand: Operand) -> bool:
+    return operand.buffer not in ON_CHIP
+
+
+@dataclass(slots=True)
+class Cost:
+    engine: str
+    busy_ns: float
+    """How long the instruction occupies its engine (for DMA: its share of all DMA engines)."""
+    duration_ns: float
+    """From start until its result is written (a DMA on few engines takes longer than its share)."""
+    latency_ns: float = 0.0
+    """Further delay before a dependent instruction can start (static overhead, DMA completion)."""
+    small_run_bytes: int = 0
+    descriptors: int = 0
+
+
+class CostTable:
+    """A generation's constants turned into per-instruction costs."""
+
+    def __init__(self, generation: Generation) -> None:
+        g = generation
+        self.generation = g
+        self._tensor_ns = 1 / g.tensor_ghz.value
+        self._mm_init = g.matmul_init_cycles.value
+        self._fp32_factor = g.fp32_matmul_factor.value
+        self._per_cycle = {
+            "vector": 1 / g.vector_ghz.value,
+            "scalar": 1 / g.scalar_ghz.value,
+            "gpsimd": 1 / g.gpsimd_ghz.value,
+        }
+        self._static = {
+            "vector": g.vector_static_cycles.value,
+            "scalar": g.scalar_static_cycles.value,
+            "gpsimd": g.gpsimd_static_cycles.value,
+        }
+        self._min_ii = g.min_ii_cycles.value
+        self._reciprocal = g.reciprocal_cycles_per_element.value
+        self._vector_rate = g.vector_elements_per_cycle_4byte.value
+        self._vector_rate_narrow = g.vector_elements_per_cycle_2byte.value
+        self._dma_engines = int(g.dma_engines.value)
+        self._partitions_per_engine = int(g.dma_partitions_per_engine.value)
+        self._engine_rate = g.dma_bytes_per_ns_per_engine.value
+        self._hbm_rate = g.hbm_bytes_per_ns_per_core.value
+        self._descriptor = g.dma_descriptor_ns.value
+        self._dma_latency = g.dma_latency_ns.value
+        self._transpose_efficiency = g.dma_transpose_efficiency.value
+
+    def cost(self, instruction: Instruction) -> Cost:
+        engine = instruction.engine
+        if engine == "tensor":
+            return Cost(engine, t := self._tensor(instruction), t)
+        if engine == "dma":
+            return self._dma(instruction)
+        return self._elementwise(instruction)
+
+    # --- TensorE ---------------------------------------------------------------------------
+
+    def _tensor(self, instruction: Instruction) -> float:
+        attrs = instruction.attrs
+        factor = self._fp32_factor if attrs.get("dtype") in FOUR_BYTE_MATMUL else 1.0
+        if instruction.op == "nc_transpose":
+            # ISA nc_transpose on TensorE: max(P, min(64, F)) cycles
+            cycles = max(float(attrs["k"]), min(self._mm_init, float(attrs["m"])))
+        else:
+            cycles = max(min(self._mm_init, float(attrs["m"])), float(attrs["n"]))
+        return cycles * factor * self._tensor_ns
+
+    # --- VectorE, ScalarE, GpSimd -----------------------------------------------------------
+
+    def _elementwise(self, instruction: Instruction) -> Cost:
+        engine = instruction.engine
+        output = instruction.output
+        # Per-partition scalars ([P, 1] operands) ride along; tiles stream through the engine.
+        tiles = [o for o in instruction.inputs if o.elements > 1 and not is_hbm(o)]
+        if tiles:
+            n = max(o.elements for o in tiles)
+        else:
+            n = output.elements if output is not None else 1
+        if instruction.op == "reciprocal" and engine == "vector":
+            work = self._reciprocal * n
+        elif len(tiles) >= 2 and not any(o.buffer == "psum" for o in tiles):
+            work = 2.0 * n  # two SBUF tiles share the read port
+        else:
+            work = float(n)
+        rate = 1.0
+        if engine == "vector":
+            operands = [*instruction.inputs, *([output] if output is not None else [])]
+            narrow = all(o.dtype in NARROW for o in operands)
+            rate = self._vector_rate_narrow if narrow else self._vector_rate
+        per_cycle = self._per_cycle[engine]
+        busy = max(self._min_ii, math.ceil(work / rate)) * per_cycle
+        return Cost(engine, busy, busy, latency_ns=self._static[engine] * per_cycle)
+
+    # --- DMA -------------------------------------------------------------------------------
+
+    def _dma(self, instruction: Instruction) -> Cost:
+        operands = [*instruction.inputs, *([instruction.output] if instruction.output else [])]
+        moved = max((o.bytes for o in operands), default=0)
+        if not moved:
+            return Cost("dma", 0.0, 0.0, self._dma_latency)
+        # A descriptor moves one contiguous run: bounded by the HBM side's contiguity and by
+        # one partition row of the on-chip side. Each engine serves 8 partitions, so a tile on
+        # few partitions leaves most engines idle.
+        run = max(1, min(*(o.contiguous_bytes for o in operands), moved))
+        descriptors = math.ceil(moved / run)
+        work = descriptors * (self._descriptor + run / self._engine_rate)
+        if instruction.attrs.get("transpose"):
+            work /= self._transpose_efficiency
+        on_chip = [o.partitions for o in operands if not is_hbm(o)]
+        lanes = math.ceil(max(on_chip) / self._partitions_per_engine) if on_chip else descriptors
+        engines = max(1, min(self._dma_engines, descriptors, lanes))
+        hbm = sum(o.bytes for o in operands if is_hbm(o)) / self._hbm_rate
+        return Cost(
+            "dma",
+            busy_ns=max(work / self._dma_engines, hbm),
+            duration_ns=max(work / engines, hbm),
+            latency_ns=self._dma_latency,
+            small_run_bytes=moved if run < SMALL_RUN_BYTES else 0,
+            descriptors=descriptors,
+        )

@@ -1,0 +1,105 @@
+"""List scheduling of a trace on a NeuronCore's engines.
+
+TensorE, VectorE, ScalarE and GpSimd each run their instructions in program order, an
+instruction starting once its engine is free and the instructions it reads from have
+finished. The sixteen DMA engines are one shared fabric: a transfer takes its share of it at
+the earliest time its inputs are ready, filling idle gaps left by earlier transfers that had to
+wait, because the compiler spreads transfers over the DMA queues and a store waiting on compute
+does not hold back the next load.
+
+Write-after-read hazards are not modelled: every tile is taken to have as many buffers as it
+needs, so loads may run arbitrarily far ahead of compute (an optimistic idealisation).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from nkibench.cost.costs import Cost
+from nkibench.nkisim.trace import ENGINES, Instruction
+
+__all__ = ["DmaFabric", "Schedule", "schedule"]
+
+MAX_GAPS = 256
+"""Idle DMA intervals remembered for back-filling; the oldest are forgotten first."""
+MIN_GAP_NS = 1.0
+
+
+class DmaFabric:
+    """The DMA engines as one resource with back-filling of idle gaps."""
+
+    def __init__(self) -> None:
+        self._starts: list[float] = []
+        self._ends: list[float] = []
+        self.tail = 0.0
+
+    def place(self, ready: float, busy: float) -> float:
+        """Reserve `busy` ns at the earliest time ≥ `ready`; return the start."""
+        ends = self._ends
+        for j in range(bisect_right(ends, ready), len(ends)):
+            start = max(self._starts[j], ready)
+            if start + busy <= ends[j]:
+                self._split(j, start, start + busy)
+                return start
+        start = max(self.tail, ready)
+        if start - self.tail >= MIN_GAP_NS:
+            self._starts.append(self.tail)
+            ends.append(start)
+            if len(ends) > MAX_GAPS:
+                del self._starts[0], ends[0]
+        self.tail = start + busy
+        return start
+
+    def _split(self, j: int, start: float, end: float) -> None:
+        gap_start, gap_end = self._starts[j], self._ends[j]
+        starts: list[float] = []
+        ends: list[float] = []
+        if start - gap_start >= MIN_GAP_NS:
+            starts.append(gap_start)
+            ends.append(start)
+        if gap_end - end >= MIN_GAP_NS:
+            starts.append(end)
+            ends.append(gap_end)
+        self._starts[j : j + 1] = starts
+        self._ends[j : j + 1] = ends
+
+
+@dataclass
+class Schedule:
+    makespan_ns: float
+    busy_ns: dict[str, float]
+    instructions: dict[str, int]
+    line_busy_ns: dict[tuple[int, str], float]
+    """(kernel line, engine) → busy time issued from that line."""
+    costs: list[Cost] = field(default_factory=list)
+
+
+def schedule(instructions: list[Instruction], cost: Callable[[Instruction], Cost]) -> Schedule:
+    free = dict.fromkeys(ENGINES, 0.0)
+    busy = dict.fromkeys(ENGINES, 0.0)
+    counts = dict.fromkeys(ENGINES, 0)
+    lines: dict[tuple[int, str], float] = {}
+    visible: list[float] = []  # when each instruction's result can be read
+    fabric = DmaFabric()
+    makespan = 0.0
+    costs: list[Cost] = []
+    for instruction in instructions:
+        c = cost(instruction)
+        costs.append(c)
+        ready = max([visible[d] for d in instruction.deps], default=0.0)
+        engine = c.engine
+        if engine == "dma":
+            start = fabric.place(ready, c.busy_ns)
+        else:
+            start = max(ready, free[engine])
+            free[engine] = start + c.busy_ns
+        done = start + c.duration_ns + c.latency_ns
+        visible.append(done)
+        makespan = max(makespan, done)
+        busy[engine] += c.busy_ns
+        counts[engine] += 1
+        key = (instruction.line, engine)
+        lines[key] = lines.get(key, 0.0) + c.busy_ns
+    return Schedule(makespan, busy, counts, lines, costs)

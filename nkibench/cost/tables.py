@@ -1,0 +1,157 @@
+"""The constants of the cost model, one table per Trainium generation, each number with its
+source, so that reports can cite it (`Generation.constants`).
+
+Sources, all in aws-neuron/aws-neuron-sdk:
+- ARCH1: nki/guides/architecture/trainium_inferentia2_arch.rst (NeuronCore-v2, trn1)
+- ARCH2: nki/guides/architecture/trainium2_arch.rst (NeuronCore-v3, trn2)
+- ISA: the cost notes of the legacy nki.isa docstrings (nki/api/nki/isa/__init__.py, SDK 2.26)
+- PERF: the NKI performance guide (nki_perf_guide.rst), optimisation notes by number
+- DMA: nki/deep-dives/nki-dma-bandwidth-guide.rst and nki-dma-overview.rst
+- CHIP: about-neuron/arch/neuron-hardware/trainium.rst and trainium2.rst
+Cycle counts are stated for NeuronCore-v2; trn2 reuses them at its own clocks. A number marked
+ASSUMPTION is a model parameter no document gives; it is the first candidate for calibration
+against neuron-profile on real hardware.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+__all__ = ["GENERATIONS", "Generation", "Sourced"]
+
+
+@dataclass(frozen=True)
+class Sourced:
+    value: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Generation:
+    name: str
+    tensor_ghz: Sourced
+    vector_ghz: Sourced
+    scalar_ghz: Sourced
+    gpsimd_ghz: Sourced
+    matmul_init_cycles: Sourced
+    """A matmul takes max(min(this, stationary free), moving free) cycles."""
+    fp32_matmul_factor: Sourced
+    min_ii_cycles: Sourced
+    """Vector/Scalar/GpSimd: the shortest issue interval of one instruction."""
+    vector_static_cycles: Sourced
+    scalar_static_cycles: Sourced
+    gpsimd_static_cycles: Sourced
+    """Static overhead that a dependent instruction waits for, beyond the issue interval."""
+    reciprocal_cycles_per_element: Sourced
+    vector_elements_per_cycle_4byte: Sourced
+    vector_elements_per_cycle_2byte: Sourced
+    dma_engines: Sourced
+    dma_partitions_per_engine: Sourced
+    dma_bytes_per_ns_per_engine: Sourced
+    dma_descriptor_ns: Sourced
+    dma_latency_ns: Sourced
+    dma_transpose_efficiency: Sourced
+    hbm_bytes_per_ns_per_core: Sourced
+    sbuf_bytes_per_partition: Sourced
+
+    def constants(self) -> dict[str, dict[str, object]]:
+        """Every constant with its source (for reports and the profile fingerprint)."""
+        return {
+            f.name: {"value": value.value, "source": value.source}
+            for f in fields(self)
+            if isinstance(value := getattr(self, f.name), Sourced)
+        }
+
+
+GIB = 1024**3
+FULL_SPEED_RUN_BYTES = 2048
+FULL_SPEED_EFFICIENCY = 0.9
+
+
+def _descriptor_ns(bytes_per_ns: float) -> Sourced:
+    """The fixed cost per descriptor that makes a 2 KiB run 90% efficient on one engine."""
+    moving = FULL_SPEED_RUN_BYTES / bytes_per_ns
+    return Sourced(
+        round(moving * (1 / FULL_SPEED_EFFICIENCY - 1), 3),
+        f"derived: DMA guide, >= {FULL_SPEED_RUN_BYTES} B per partition approaches peak and "
+        "< 256 B is overhead-bound; taken as 90% of one engine's rate at 2 KiB",
+    )
+
+
+# Shared NeuronCore-v2 cycle counts (trn2 runs the same counts at its own clocks).
+MATMUL_INIT = Sourced(64, "ISA nc_matmul: max(min(64, N_stationary), N_moving) cycles")
+FP32_FACTOR = Sourced(4, "ISA nc_matmul: 4x for fp32; ARCH1: 92 vs 23 TFLOPS")
+MIN_II = Sourced(64, "ISA activation/tensor_scalar/tensor_tensor: max(MIN_II ~64, N) cycles")
+VECTOR_STATIC = Sourced(100, "ARCH1: static instruction overhead ~100 cycles for dependent work")
+SCALAR_STATIC = Sourced(
+    200, "PERF Opt #5a: dependent tiny activations issue every 264 cycles = MIN_II + 200"
+)
+GPSIMD_STATIC = Sourced(150, "ISA iota/affine_select: GPSIMD_START ~150 cycles")
+RECIPROCAL = Sourced(8, "ISA reciprocal: max(MIN_II, 8N) cycles on VectorE")
+DMA_ENGINES = Sourced(16, "DMA: 16 DMA engines per NeuronCore")
+DMA_PARTITIONS = Sourced(8, "DMA overview: each DMA engine serves 8 of the 128 partitions")
+DMA_FIXED_NS = Sourced(
+    1300,
+    "DMA: ~1.3 us per transfer for descriptor setup, synchronisation and semaphores "
+    "(a latency: the 16 queues of an engine overlap it)",
+)
+TRN1_DMA_ENGINE = 27 * GIB / 1e9
+
+GENERATIONS = {
+    "trn1": Generation(
+        name="trn1",
+        tensor_ghz=Sourced(2.8, "ARCH1: TensorE 2.8 GHz"),
+        vector_ghz=Sourced(1.12, "ARCH1: VectorE 1.12 GHz"),
+        scalar_ghz=Sourced(1.4, "ARCH1: ScalarE 1.4 GHz"),
+        gpsimd_ghz=Sourced(1.4, "ARCH1: GpSimd 1.4 GHz"),
+        matmul_init_cycles=MATMUL_INIT,
+        fp32_matmul_factor=FP32_FACTOR,
+        min_ii_cycles=MIN_II,
+        vector_static_cycles=VECTOR_STATIC,
+        scalar_static_cycles=SCALAR_STATIC,
+        gpsimd_static_cycles=GPSIMD_STATIC,
+        reciprocal_cycles_per_element=RECIPROCAL,
+        vector_elements_per_cycle_4byte=Sourced(1, "ARCH1: 128 lanes, one element per cycle"),
+        vector_elements_per_cycle_2byte=Sourced(1, "ARCH1: no 2-byte speed-up on NC-v2"),
+        dma_engines=DMA_ENGINES,
+        dma_partitions_per_engine=DMA_PARTITIONS,
+        dma_bytes_per_ns_per_engine=Sourced(
+            TRN1_DMA_ENGINE,
+            "ARCH1: 27 GiB/s per DMA engine. The newer DMA guide's 17 B/ns would cap a core "
+            "at 272 GB/s, below the ~304 GB/s AccelOpt's best SiLU kernel reached on trn1",
+        ),
+        dma_descriptor_ns=_descriptor_ns(TRN1_DMA_ENGINE),
+        dma_latency_ns=DMA_FIXED_NS,
+        dma_transpose_efficiency=Sourced(
+            0.5,
+            "ASSUMPTION: PERF Opt #10 says load_transpose2d on the DMA has much lower "
+            "bandwidth, without a number",
+        ),
+        hbm_bytes_per_ns_per_core=Sourced(410, "CHIP: 820 GB/s per trn1 chip of 2 cores"),
+        sbuf_bytes_per_partition=Sourced(192 * 1024, "ARCH1: 24 MiB = 128 x 192 KiB"),
+    ),
+    "trn2": Generation(
+        name="trn2",
+        tensor_ghz=Sourced(2.4, "ARCH2: TensorE 2.4 GHz"),
+        vector_ghz=Sourced(0.96, "ARCH2: VectorE 0.96 GHz"),
+        scalar_ghz=Sourced(1.2, "ARCH2: ScalarE 1.2 GHz"),
+        gpsimd_ghz=Sourced(1.2, "ARCH2: GpSimd 1.2 GHz"),
+        matmul_init_cycles=MATMUL_INIT,
+        fp32_matmul_factor=Sourced(4, "neuron-core-v3.rst: 20 fp32 vs 79 bf16 TFLOPS"),
+        min_ii_cycles=MIN_II,
+        vector_static_cycles=VECTOR_STATIC,
+        scalar_static_cycles=SCALAR_STATIC,
+        gpsimd_static_cycles=GPSIMD_STATIC,
+        reciprocal_cycles_per_element=RECIPROCAL,
+        vector_elements_per_cycle_4byte=Sourced(2, "ARCH2: 256 elements/cycle over 128 lanes"),
+        vector_elements_per_cycle_2byte=Sourced(4, "ARCH2: 512 elements/cycle for bf16/fp16"),
+        dma_engines=DMA_ENGINES,
+        dma_partitions_per_engine=DMA_PARTITIONS,
+        dma_bytes_per_ns_per_engine=Sourced(23, "DMA: 23 B/ns per engine on trn2"),
+        dma_descriptor_ns=_descriptor_ns(23),
+        dma_latency_ns=DMA_FIXED_NS,
+        dma_transpose_efficiency=Sourced(0.9, "DMA: DMA transpose ~90% of copy throughput"),
+        hbm_bytes_per_ns_per_core=Sourced(362, "CHIP: 2.9 TB/s per trn2 chip of 8 cores"),
+        sbuf_bytes_per_partition=Sourced(224 * 1024, "ARCH2: 28 MiB = 128 x 224 KiB"),
+    ),
+}

@@ -1,0 +1,68 @@
+"""The one result schema of every backend: what `accelopt check` and `accelopt profile` print
+and what a `ProfileRecorded` event carries."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from nkibench.errors import ErrorKind
+
+__all__ = ["KernelResult", "LatencyKind"]
+
+LatencyKind = Literal["estimated", "measured"]
+
+
+@dataclass
+class KernelResult:
+    """The outcome of checking (and, when asked, timing) one kernel on one task."""
+
+    task: str
+    backend: str
+    target: str
+    shapes: str
+    compiled: bool = False
+    correct: bool = False
+    error_kind: ErrorKind | None = None
+    message: str = ""
+    line: int | None = None
+    max_rel_l2: float | None = None
+    seeds: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    # --- performance (profile only) -------------------------------------------------------
+    latency_ms: float | None = None
+    latency_kind: LatencyKind | None = None
+    """"estimated" (a cost model) or "measured" (hardware); never mixed up."""
+    latency_stats: dict[str, float] = field(default_factory=dict)
+    """Measured: mean/min/max/p50 in ms, runs, rel_spread. Estimated: empty."""
+    model_version: str | None = None
+    """The cost model that produced an estimated latency."""
+    pct_of_peak: float | None = None
+    """AccelOpt's metric: roofline time / latency, in percent."""
+    roofline: dict[str, Any] | None = None
+    bound_by: str | None = None
+    """The engine that limits the kernel ("tensor", "vector", "scalar", "gpsimd", "dma"), or
+    "dependencies" when no engine is busy half of the time."""
+    counters: dict[str, float] = field(default_factory=dict)
+    """Named as in neuron-profile's summary; `*_percent` are fractions in [0, 1] as there."""
+    engines: dict[str, dict[str, float]] = field(default_factory=dict)
+    hot_lines: list[dict[str, Any]] = field(default_factory=list)
+    estimate: dict[str, Any] | None = None
+    """On hardware: the nkisim estimate of the same kernel, so the model's error is known."""
+    fingerprint: dict[str, str] = field(default_factory=dict)
+
+    # --- where the time went (wall times of this machine, not kernel latencies) -----------
+    kernel_seconds: float | None = None
+    """The backend's wall time for the first seed's run (nkisim: interpretation)."""
+    forward_seconds: float | None = None
+    """NumPy reference forward() time on the same inputs."""
+    schedule_seconds: float | None = None
+    """The cost model's wall time."""
+    instructions: int | None = None
+    engine_counts: dict[str, int] = field(default_factory=dict)
+    capacity: dict[str, Any] = field(default_factory=dict)
+    duration_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
