@@ -9,14 +9,21 @@ from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from pathlib import Path
-from typing import Any
 
 import click
 from rich.table import Table
 
+from daemon.kernel_cli import (
+    bench_cost_model,
+    bench_nkibench,
+    bench_nkisim,
+    check_command,
+    import_nkibench_command,
+    profile_command,
+)
 from daemon.projections import PROJECTIONS, make_projection
 from daemon.render import (
+    emit_json,
     event_json,
     library_json,
     library_table,
@@ -27,12 +34,7 @@ from daemon.render import (
 from daemon.settings import Settings
 from events.envelope import StoredEvent
 from events.errors import AccelOptError
-from nkibench.benchmark import NKISIM_TARGETS, run_nkisim_benchmark
 from nkibench.errors import NkiBenchError
-from nkibench.harness import check_kernel
-from nkibench.importer import import_nkibench
-from nkibench.nkisim.machine import TARGETS
-from nkibench.task import load_task
 from store.benchmark import STORE_TARGETS, run_store_benchmark
 from store.engine import make_engine, sqlite_path
 from store.migrate import describe, upgrade
@@ -61,10 +63,6 @@ def _app(ctx: click.Context) -> AppContext:
     app = ctx.find_object(AppContext)
     assert app is not None
     return app
-
-
-def _emit_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False, default=str))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -101,7 +99,7 @@ def db_upgrade(ctx: click.Context, as_json: bool) -> None:
         engine.dispose()
     where = describe(engine.url)
     if as_json:
-        _emit_json({"database": where, "from_revision": before, "to_revision": after})
+        emit_json({"database": where, "from_revision": before, "to_revision": after})
     elif before == after:
         click.echo(f"{where}: already at schema revision {after}")
     else:
@@ -132,7 +130,7 @@ def events_command(
 
     def show(stored: StoredEvent) -> None:
         if as_json:
-            _emit_json(event_json(stored))
+            emit_json(event_json(stored))
         else:
             click.echo(stored_event_line(stored))
 
@@ -210,7 +208,7 @@ def replay_command(
             err=True,
         )
     if as_json:
-        _emit_json(
+        emit_json(
             {
                 "projection": name,
                 "projection_version": projection.version,
@@ -242,7 +240,7 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     )
     log = {"events": store.head(), "size_bytes": size, "database": store.describe()}
     if as_json:
-        _emit_json({"log": log, "position": result.position, "tasks": library_json(result.state)})
+        emit_json({"log": log, "position": result.position, "tasks": library_json(result.state)})
         return
     print_table(library_table(result.state, title="accelopt library"))
     size_text = f", {size / 1e6:.1f} MB on disk" if size is not None else ""
@@ -250,119 +248,12 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     click.echo("latencies: (m) measured on hardware, (e) estimated by a cost model")
 
 
-# --- kernels -------------------------------------------------------------------------------
-
-
-def _seed_list(text: str | None) -> tuple[int, ...] | None:
-    if text is None:
-        return None
-    try:
-        return tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not a comma-separated list of integers") from None
-
-
-@cli.command("check")
-@click.argument("task_dir", type=click.Path(path_type=Path))
-@click.option("--backend", type=click.Choice(["nkisim"]), default="nkisim", show_default=True)
-@click.option(
-    "--shapes",
-    default="small",
-    show_default=True,
-    help="A shape set of the task (full = reference.py's own).",
-)
-@click.option("--target", type=click.Choice(sorted(TARGETS)), default="trn1", show_default=True)
-@click.option(
-    "--seeds", "seeds_text", metavar="S1,S2,...", help="Correctness seeds (default: the task's)."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.pass_context
-def check_command(
-    ctx: click.Context,
-    *,
-    task_dir: Path,
-    backend: str,
-    shapes: str,
-    target: str,
-    seeds_text: str | None,
-    as_json: bool,
-) -> None:
-    """Check a task's kernel for correctness. Exit 0 correct, 1 the kernel failed, 2 bad task."""
-    task = load_task(task_dir)
-    result = check_kernel(task, shapes=shapes, seeds=_seed_list(seeds_text), target=target)
-    if as_json:
-        _emit_json(result.to_json())
-    elif result.correct:
-        click.echo(
-            f"{task.name}: correct on seeds {result.seeds} ({shapes} shapes, {backend}); "
-            f"worst relative L2 error {result.max_rel_l2:.2e}"
-        )
-    else:
-        click.echo(f"{task.name}: {result.error_kind}: {result.message}")
-    if result.error_kind == "task":
-        ctx.exit(2)
-    ctx.exit(0 if result.correct else 1)
-
-
-@cli.command("import-nkibench")
-@click.argument("root", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.argument("destination", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.pass_context
-def import_nkibench_command(
-    ctx: click.Context, root: Path, destination: Path, as_json: bool
-) -> None:
-    """Turn an NKIBench tree (summary.json, reference/, kernels/) into task folders."""
-    imported = import_nkibench(root, destination)
-    if as_json:
-        _emit_json([{"task": i.name, "path": str(i.path), "error": i.error} for i in imported])
-    else:
-        for item in imported:
-            click.echo(f"{item.name}: {item.error or 'imported'} ({item.path})")
-    ctx.exit(0 if all(i.error is None for i in imported) else 1)
-
-
 # --- bench ---------------------------------------------------------------------------------
 
 
 @cli.group()
 def bench() -> None:
-    """Benchmarks (they create and remove their own databases)."""
-
-
-@bench.command("nkisim")
-@click.option("--shapes", default="full", show_default=True)
-@click.option("--tasks", "names", metavar="T1,T2,...", help="Only these suite tasks.")
-@click.option("--target", type=click.Choice(sorted(TARGETS)), default="trn1", show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def bench_nkisim(shapes: str, names: str | None, target: str, as_json: bool) -> None:
-    """nkisim's speed on the suite against NumPy, and the time of a full correctness check."""
-    result = run_nkisim_benchmark(
-        shapes=shapes, names=names.split(",") if names else None, target=target
-    )
-    if as_json:
-        _emit_json(result)
-        return
-    table = Table(
-        title=f"nkisim on the NKI suite ({shapes} shapes, {target}; wall times, not latencies)"
-    )
-    for column in ("task", "correct", "nkisim s", "numpy s", "ratio", "check s", "instructions"):
-        table.add_column(column, justify="left" if column == "task" else "right")
-    for row in result["tasks"]:
-        table.add_row(
-            row["task"],
-            "yes" if row["correct"] else f"no ({row['error_kind']})",
-            f"{row['nkisim_s']:.2f}" if row["nkisim_s"] is not None else "-",
-            f"{row['numpy_s']:.2f}" if row["numpy_s"] is not None else "-",
-            f"{row['ratio']:.2f}" if row["ratio"] is not None else "-",
-            f"{row['check_s']:.1f}",
-            str(row["instructions"] or "-"),
-        )
-    print_table(table)
-    for key, (op, bound) in NKISIM_TARGETS.items():
-        value = result[key]
-        shown = "-" if value is None else f"{value:.2f}"
-        click.echo(f"{key}: {shown} (target {op} {bound:g})")
+    """Benchmarks (they create and remove their own databases and workspaces)."""
 
 
 @bench.command("store")
@@ -379,7 +270,7 @@ def bench_store(count: int, bench_db: str | None, as_json: bool) -> None:
     """Append and replay throughput of the event log, and replay memory."""
     result = run_store_benchmark(bench_db, events=count)
     if as_json:
-        _emit_json(result)
+        emit_json(result)
         return
     table = Table(title=f"event store benchmark: {result['database']} ({result['settings']})")
     for column in ("metric", "value", "target"):
@@ -394,6 +285,14 @@ def bench_store(count: int, bench_db: str | None, as_json: bool) -> None:
         op, bound = STORE_TARGETS.get(key, ("", None))
         table.add_row(key, f"{result[key]:,}", f"{op} {bound:,.0f}" if bound else "")
     print_table(table)
+
+
+cli.add_command(check_command)
+cli.add_command(profile_command)
+cli.add_command(import_nkibench_command)
+bench.add_command(bench_nkisim)
+bench.add_command(bench_nkibench)
+bench.add_command(bench_cost_model)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

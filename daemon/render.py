@@ -5,9 +5,12 @@ Every latency printed carries its kind: (m) measured on hardware, (e) estimated 
 
 from __future__ import annotations
 
+import json
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
+import click
 from rich.console import Console
 from rich.table import Table
 
@@ -15,6 +18,7 @@ from events.envelope import StoredEvent
 from store.projections.library import LibraryState, PlatformRecord
 
 __all__ = [
+    "emit_json",
     "event_json",
     "library_json",
     "library_table",
@@ -24,6 +28,11 @@ __all__ = [
 ]
 
 _KIND_MARK = {"measured": "(m)", "estimated": "(e)"}
+
+
+def emit_json(value: Any) -> None:
+    """One JSON document on stdout (non-JSON values, such as times, as strings)."""
+    click.echo(json.dumps(value, ensure_ascii=False, default=str))
 
 
 def event_json(stored: StoredEvent) -> dict[str, Any]:
@@ -117,8 +126,13 @@ def library_table(state: LibraryState, *, title: str) -> Table:
     return table
 
 
+PIPED_WIDTH = 200
+"""Columns of a table written to a file or a pipe (rich would assume 80 and truncate)."""
+
+
 def print_table(table: Table) -> None:
-    Console(soft_wrap=False).print(table)
+    width = None if sys.stdout.isatty() else PIPED_WIDTH
+    Console(soft_wrap=False, width=width).print(table)
 
 
 def parse_until(text: str) -> int | datetime:

@@ -44,7 +44,7 @@ class Backend(Protocol):
 
     def limits(self, task: TaskSpec, shapes: str, threads: int) -> Limits: ...
 
-    def kernel_request(self, profile: bool) -> dict[str, Any]:
+    def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
         """Backend fields of the kernel phase's request."""
         ...
 
@@ -81,7 +81,7 @@ class NkisimBackend:
     def limits(self, task: TaskSpec, shapes: str, threads: int) -> Limits:
         return Limits(timeout_s=task.timeout_for(shapes), memory_mb=task.memory_mb, threads=threads)
 
-    def kernel_request(self, profile: bool) -> dict[str, Any]:
+    def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
         return {
             "estimate": profile,
             "trace_path": str(self.trace_path) if self.trace_path else None,

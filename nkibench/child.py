@@ -19,9 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from nkibench.arrays import load_array, save_array
 from nkibench.correctness import compare_outputs
 from nkibench.flop_count import compulsory_bytes, count_forward
 from nkibench.kernel_runner import run_kernel_phase
+from nkibench.neuron.child import neuron_kernel_phase, neuron_measure_phase
 from nkibench.nkisim.dtypes import as_dtype
 from nkibench.reference_module import load_reference
 from nkibench.sandbox import apply_limits
@@ -31,7 +33,7 @@ __all__ = ["main"]
 
 def _spec(value: Any, folder: Path, stem: str) -> dict[str, Any]:
     if isinstance(value, np.ndarray):
-        np.save(folder / f"{stem}.npy", value, allow_pickle=False)
+        save_array(folder / f"{stem}.npy", value)
         return {
             "kind": "array",
             "file": f"{stem}.npy",
@@ -47,7 +49,7 @@ def _spec(value: Any, folder: Path, stem: str) -> dict[str, Any]:
 
 def _restore(spec: dict[str, Any], folder: Path) -> Any:
     if spec["kind"] == "array":
-        return np.load(folder / spec["file"], allow_pickle=False)
+        return load_array(folder / spec["file"])
     return spec["value"]
 
 
@@ -152,7 +154,7 @@ def compare_phase(request: dict[str, Any]) -> dict[str, Any]:
         manifest = request["manifest"][str(seed)]
         expected = [_restore(spec, data / f"seed_{seed}") for spec in manifest["expected"]]
         count = request["output_counts"][str(seed)]
-        got = [np.load(outputs / f"seed_{seed}" / f"output_{i}.npy") for i in range(count)]
+        got = [load_array(outputs / f"seed_{seed}" / f"output_{i}.npy") for i in range(count)]
         reference = expected[0] if len(expected) == 1 else tuple(expected)
         result = got[0] if len(got) == 1 else tuple(got)
         if transform is not None:
@@ -177,7 +179,13 @@ def compare_phase(request: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "seeds": seeds}
 
 
-PHASES = {"reference": reference_phase, "kernel": kernel_phase, "compare": compare_phase}
+PHASES = {
+    "reference": reference_phase,
+    "kernel": kernel_phase,
+    "compare": compare_phase,
+    "neuron_kernel": lambda request: neuron_kernel_phase(request, _restore),
+    "neuron_measure": neuron_measure_phase,
+}
 
 
 def main() -> None:

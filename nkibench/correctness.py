@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from nkibench.nkisim.dtypes import is_float
+
 __all__ = ["Comparison", "compare_outputs", "relative_l2"]
 
 
@@ -63,7 +65,7 @@ def compare_outputs(outputs: Any, expected: Any, rel_tol: float) -> Comparison:
             wanted = list(ref.shape)
             message = f"output {i}: shape {list(out.shape)} differs from the reference's {wanted}"
             return Comparison(False, None, message)
-        nan = int(np.count_nonzero(np.isnan(out))) if out.dtype.kind == "f" else 0
+        nan = int(np.count_nonzero(np.isnan(out))) if is_float(out.dtype) else 0
         if nan and not np.isnan(ref).any():
             return Comparison(False, None, f"output {i}: {nan} element(s) are NaN")
         error = relative_l2(out, ref)

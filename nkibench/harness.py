@@ -14,12 +14,13 @@ import json
 import signal
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nkibench.backend import Backend, NkisimBackend
 from nkibench.errors import ErrorKind
+from nkibench.failure import PhaseFailure
 from nkibench.result import KernelResult
 from nkibench.roofline import Work, pct_of_peak, roofline
 from nkibench.sandbox import ChildOutcome, Limits, run_child
@@ -29,12 +30,6 @@ from nkibench.task import KERNEL_FILE, TaskSpec
 __all__ = ["Session", "check_kernel", "profile_kernel"]
 
 CHILD = "nkibench.child"
-
-
-class _Failure(Exception):
-    def __init__(self, kind: ErrorKind, message: str, line: int | None = None) -> None:
-        super().__init__(message)
-        self.kind, self.message, self.line = kind, message, line
 
 
 def _child(
@@ -56,7 +51,7 @@ def _child(
     if result_path.exists():
         result: dict[str, Any] = json.loads(result_path.read_text())
         return result
-    raise _Failure(*_death(kind, outcome, limits))
+    raise PhaseFailure(*_death(kind, outcome, limits))
 
 
 KERNEL_PHASES = frozenset({"kernel", "neuron_kernel", "neuron_measure"})
@@ -99,6 +94,8 @@ class Session:
     result: KernelResult
     backend: Backend
     order_check: bool
+    manifest: dict[str, Any] = field(default_factory=dict)
+    """Per seed: the inputs and expected outputs the reference phase saved."""
 
     @property
     def common(self) -> dict[str, Any]:
@@ -130,15 +127,15 @@ class Session:
     def reference(self, *, count_work: bool) -> dict[str, Any]:
         reference = self.child("reference", {**self.common, "count_work": count_work})
         if not reference["ok"]:
-            raise _Failure("task", reference["message"])
+            raise PhaseFailure("task", reference["message"])
         self.result.forward_seconds = reference["seeds"][str(self.seeds[0])]["forward_s"]
         return reference
 
     def kernel(self, manifest: dict[str, Any], *, profile: bool) -> dict[str, Any]:
-        request = {**self.kernel_request(manifest), **self.backend.kernel_request(profile)}
+        request = {**self.kernel_request(manifest), **self.backend.kernel_request(self, profile)}
         kernel = self.child(self.backend.kernel_phase, request)
         if not kernel["ok"]:
-            raise _Failure(kernel["kind"], kernel["message"], kernel.get("line") or None)
+            raise PhaseFailure(kernel["kind"], kernel["message"], kernel.get("line") or None)
         first = kernel["seeds"][str(self.seeds[0])]
         result = self.result
         result.kernel_seconds = first["kernel_s"]
@@ -150,7 +147,7 @@ class Session:
         for seed in self.seeds:
             for i, count in enumerate(kernel["seeds"][str(seed)].get("never_written", [])):
                 if count:
-                    raise _Failure(
+                    raise PhaseFailure(
                         "incorrect",
                         f"seed {seed}: output {i}: {count} element(s) were never written "
                         "(a skipped tile: a tile count rounded down, or a mask too narrow)",
@@ -166,7 +163,7 @@ class Session:
         }
         comparison = self.child("compare", request)
         if not comparison["ok"]:
-            raise _Failure("task", comparison["message"])
+            raise PhaseFailure("task", comparison["message"])
         worst = 0.0
         for seed in self.seeds:
             verdict = comparison["seeds"][str(seed)]
@@ -174,7 +171,7 @@ class Session:
                 worst = max(worst, verdict["max_rel_l2"])
             if not verdict["correct"]:
                 self.result.max_rel_l2 = verdict["max_rel_l2"]
-                raise _Failure("incorrect", f"seed {seed}: {verdict['message']}")
+                raise PhaseFailure("incorrect", f"seed {seed}: {verdict['message']}")
         self.result.max_rel_l2 = worst
         self.result.correct = True
 
@@ -189,6 +186,7 @@ def _task_work(task: TaskSpec, shapes: str, counted: dict[str, Any] | None) -> W
             counts.get("mm_flops", 0.0),
             counts.get("bytes", 0.0),
             "task.toml",
+            task.matmul_dtype,
         )
     if counted is None:
         return "the reference's work was not counted"
@@ -237,7 +235,7 @@ def _evaluate(
         violations = check_source(source, KERNEL_FILE)
         if violations:
             message = "; ".join(v.render(KERNEL_FILE) for v in violations[:5])
-            raise _Failure(violation_kind(violations), message, violations[0].line)
+            raise PhaseFailure(violation_kind(violations), message, violations[0].line)
         with tempfile.TemporaryDirectory(prefix="nkibench-", dir=workdir) as tmp:
             session = Session(
                 task,
@@ -252,13 +250,13 @@ def _evaluate(
                 order_check,
             )
             reference = session.reference(count_work=profile and not task.roofline)
-            manifest = reference["seeds"]
+            manifest = session.manifest = reference["seeds"]
             kernel = session.kernel(manifest, profile=profile)
             session.compare(manifest, kernel)
             if profile:
                 backend.measure(session, kernel)
                 _apply_roofline(result, _task_work(task, shapes, reference.get("work")))
-    except _Failure as failure:
+    except PhaseFailure as failure:
         result.error_kind = failure.kind
         result.message = failure.message
         result.line = failure.line

@@ -26,6 +26,8 @@ class Peaks:
     """Bytes per second."""
     vector_flops: Sourced
     matmul_flops: Sourced
+    """fp32, the precision of AccelOpt's tasks."""
+    matmul_flops_bf16: Sourced
 
 
 PEAKS = {
@@ -36,6 +38,7 @@ PEAKS = {
             2 * 128 * 1.12e9, "AccelOpt PEAK_VEC_FLOPS: Vector + Scalar, 128 lanes at 1.12 GHz"
         ),
         matmul_flops=Sourced(23.75e12, "AccelOpt PEAK_MATMUL_FLOPS: 95/4 TFLOP/s (fp32)"),
+        matmul_flops_bf16=Sourced(95e12, "AccelOpt: 95 TFLOP/s bf16, the 4x of its fp32 peak"),
     ),
     "trn2": Peaks(
         "trn2",
@@ -50,6 +53,7 @@ PEAKS = {
             "lanes at 1.2 GHz",
         ),
         matmul_flops=Sourced(20e12, "neuron-core-v3.rst: 20 TFLOPS fp32 dense"),
+        matmul_flops_bf16=Sourced(79e12, "neuron-core-v3.rst: 79 TFLOPS bf16 dense"),
     ),
 }
 
@@ -63,6 +67,7 @@ class Work:
     bytes: float
     source: str
     """"task.toml" or "counted" (from the reference's forward)."""
+    matmul_dtype: str = "float32"
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,10 @@ def roofline(work: Work, target: str) -> Roofline:
     terms = {
         "memory": work.bytes / peaks.bandwidth.value,
         "vector": work.vec_flops / peaks.vector_flops.value,
-        "matmul": work.mm_flops / peaks.matmul_flops.value,
+        "matmul": work.mm_flops
+        / (
+            peaks.matmul_flops_bf16 if work.matmul_dtype == "bfloat16" else peaks.matmul_flops
+        ).value,
     }
     bound = max(terms, key=lambda k: terms[k])
     return Roofline(target, terms[bound], bound, terms, work)

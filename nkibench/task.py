@@ -46,6 +46,8 @@ DEFAULT_TIMEOUT_S = {FULL: 1800.0, "*": 120.0}
 DEFAULT_MEMORY_MB = 8192
 KERNEL_FUNCTIONS = ("kernel", "optimized_kernel")
 ROOFLINE_KEYS = ("vec_flops", "mm_flops", "bytes")
+MATMUL_DTYPES = ("float32", "bfloat16")
+"""The precision whose TensorE peak the roofline uses (AccelOpt's tasks are all float32)."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class TaskSpec:
     rel_tol: float = DEFAULT_REL_TOL
     seeds: tuple[int, ...] = DEFAULT_SEEDS
     roofline: dict[str, str] = field(default_factory=dict)
+    matmul_dtype: str = "float32"
+    """Which TensorE peak bounds the task's matmuls (see MATMUL_DTYPES)."""
     weight: float = 1.0
     backend: str = "nkisim"
     description: str = ""
@@ -251,7 +255,14 @@ class _TomlReader:
         self.out["shape_sets"] = shape_sets
 
     def _roofline(self) -> None:
-        roofline = self.table("roofline", ROOFLINE_KEYS)
+        roofline = self.table("roofline", (*ROOFLINE_KEYS, "matmul_dtype"))
+        if "matmul_dtype" in roofline:
+            dtype = roofline.pop("matmul_dtype")
+            if dtype not in MATMUL_DTYPES:
+                raise self.fail(
+                    "roofline.matmul_dtype", f"must be one of {', '.join(MATMUL_DTYPES)}"
+                )
+            self.out["matmul_dtype"] = dtype
         for key, expression in roofline.items():
             if isinstance(expression, bool) or not isinstance(expression, str | int | float):
                 raise self.fail(f"roofline.{key}", "must be a formula or a number")

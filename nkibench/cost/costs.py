@@ -34,11 +34,13 @@ def is_hbm(operand: Operand) -> bool:
 class Cost:
     engine: str
     busy_ns: float
-    """How long the instruction occupies its engine (for DMA: its share of all DMA engines)."""
+    """How long the instruction occupies its engine (for DMA: the DMA engines)."""
     duration_ns: float
-    """From start until its result is written (a DMA on few engines takes longer than its share)."""
+    """From start until its result is written."""
     latency_ns: float = 0.0
-    """Further delay before a dependent instruction can start (static overhead, DMA completion)."""
+    """Further delay before a dependent instruction can start (static overhead)."""
+    queue_ns: float = 0.0
+    """DMA: how long the transfer holds its queue (at least the fixed cost per transfer)."""
     small_run_bytes: int = 0
     descriptors: int = 0
 
@@ -71,7 +73,8 @@ class CostTable:
         self._engine_rate = g.dma_bytes_per_ns_per_engine.value
         self._hbm_rate = g.hbm_bytes_per_ns_per_core.value
         self._descriptor = g.dma_descriptor_ns.value
-        self._dma_latency = g.dma_latency_ns.value
+        self._dma_fixed = g.dma_transfer_ns.value
+        self._dma_engine_fixed = g.dma_engine_transfer_ns.value
         self._transpose_efficiency = g.dma_transpose_efficiency.value
 
     def cost(self, instruction: Instruction) -> Cost:
@@ -126,7 +129,7 @@ class CostTable:
         operands = [*instruction.inputs, *([instruction.output] if instruction.output else [])]
         moved = max((o.bytes for o in operands), default=0)
         if not moved:
-            return Cost("dma", 0.0, 0.0, self._dma_latency)
+            return Cost("dma", 0.0, 0.0, queue_ns=self._dma_fixed)
         # A descriptor moves one contiguous run: bounded by the HBM side's contiguity and by
         # one partition row of the on-chip side. Each engine serves 8 partitions, so a tile on
         # few partitions leaves most engines idle.
@@ -135,15 +138,18 @@ class CostTable:
         work = descriptors * (self._descriptor + run / self._engine_rate)
         if instruction.attrs.get("transpose"):
             work /= self._transpose_efficiency
+        # Tiles start at partition 0, so every transfer needs the first engines: a transfer
+        # on few partitions holds them for longer and the next one waits.
         on_chip = [o.partitions for o in operands if not is_hbm(o)]
         lanes = math.ceil(max(on_chip) / self._partitions_per_engine) if on_chip else descriptors
         engines = max(1, min(self._dma_engines, descriptors, lanes))
         hbm = sum(o.bytes for o in operands if is_hbm(o)) / self._hbm_rate
+        duration = max(work / engines, hbm) + self._dma_engine_fixed
         return Cost(
             "dma",
-            busy_ns=max(work / self._dma_engines, hbm),
-            duration_ns=max(work / engines, hbm),
-            latency_ns=self._dma_latency,
+            busy_ns=duration,
+            duration_ns=duration,
+            queue_ns=max(self._dma_fixed, duration),
             small_run_bytes=moved if run < SMALL_RUN_BYTES else 0,
             descriptors=descriptors,
         )

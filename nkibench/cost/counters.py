@@ -72,6 +72,7 @@ def counters(
         "peak_flops_bandwidth_ratio": peak / bandwidth,
         "hfu_estimated_percent": flops / (seconds * peak) if seconds else 0.0,
         "dma_transfer_count": float(plan.instructions["dma"]),
+        "dma_queue_count": float(plan.dma_queues),
         "dma_transfer_total_bytes": dma_bytes,
         "dma_transfer_average_bytes": dma_bytes / plan.instructions["dma"]
         if plan.instructions["dma"]

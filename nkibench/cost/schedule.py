@@ -2,10 +2,12 @@
 
 TensorE, VectorE, ScalarE and GpSimd each run their instructions in program order, an
 instruction starting once its engine is free and the instructions it reads from have
-finished. The sixteen DMA engines are one shared fabric: a transfer takes its share of it at
-the earliest time its inputs are ready, filling idle gaps left by earlier transfers that had to
-wait, because the compiler spreads transfers over the DMA queues and a store waiting on compute
-does not hold back the next load.
+finished. DMA transfers go through queues, one per kernel statement (a loop's loads come
+from one statement and run in order on its queue), each holding its queue for at least the
+fixed cost of a transfer; the sixteen DMA engines behind the queues are one shared fabric
+(every tile starts at partition 0, so every transfer needs the first engines), which a
+transfer takes at the earliest time its inputs and its queue are ready, filling idle gaps
+left by transfers that had to wait.
 
 Write-after-read hazards are not modelled: every tile is taken to have as many buffers as it
 needs, so loads may run arbitrarily far ahead of compute (an optimistic idealisation).
@@ -70,9 +72,11 @@ class DmaFabric:
 class Schedule:
     makespan_ns: float
     busy_ns: dict[str, float]
+    """Per engine; for DMA the larger of the engines' busy time and the busiest queue's."""
     instructions: dict[str, int]
     line_busy_ns: dict[tuple[int, str], float]
     """(kernel line, engine) → busy time issued from that line."""
+    dma_queues: int = 0
     costs: list[Cost] = field(default_factory=list)
 
 
@@ -81,6 +85,8 @@ def schedule(instructions: list[Instruction], cost: Callable[[Instruction], Cost
     busy = dict.fromkeys(ENGINES, 0.0)
     counts = dict.fromkeys(ENGINES, 0)
     lines: dict[tuple[int, str], float] = {}
+    queue_free: dict[int, float] = {}  # a DMA queue per kernel line, in program order
+    queue_busy: dict[int, float] = {}
     visible: list[float] = []  # when each instruction's result can be read
     fabric = DmaFabric()
     makespan = 0.0
@@ -90,16 +96,21 @@ def schedule(instructions: list[Instruction], cost: Callable[[Instruction], Cost
         costs.append(c)
         ready = max([visible[d] for d in instruction.deps], default=0.0)
         engine = c.engine
+        line = instruction.line
         if engine == "dma":
-            start = fabric.place(ready, c.busy_ns)
+            start = fabric.place(max(ready, queue_free.get(line, 0.0)), c.busy_ns)
+            queue_free[line] = done = start + c.queue_ns
+            queue_busy[line] = queue_busy.get(line, 0.0) + c.queue_ns
+            held = c.queue_ns
         else:
             start = max(ready, free[engine])
             free[engine] = start + c.busy_ns
-        done = start + c.duration_ns + c.latency_ns
+            done = start + c.duration_ns + c.latency_ns
+            held = c.busy_ns
         visible.append(done)
         makespan = max(makespan, done)
         busy[engine] += c.busy_ns
         counts[engine] += 1
-        key = (instruction.line, engine)
-        lines[key] = lines.get(key, 0.0) + c.busy_ns
-    return Schedule(makespan, busy, counts, lines, costs)
+        lines[line, engine] = lines.get((line, engine), 0.0) + held
+    busy["dma"] = max(busy["dma"], *queue_busy.values(), 0.0)
+    return Schedule(makespan, busy, counts, lines, len(queue_busy), costs)
