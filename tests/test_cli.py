@@ -354,3 +354,73 @@ def test_check_reports_one_json_object_and_its_exit_status(
     unknown_shapes = accelopt("check", str(SUITE / "silu"), "--shapes", "huge")
     assert unknown_shapes.code == 2
     assert "no shape set 'huge'" in unknown_shapes.err
+
+
+def test_profile_prints_an_estimate_against_the_roofline(
+    tmp_path: Path, accelopt: Callable[..., Run]
+) -> None:
+    run = accelopt("profile", str(SUITE / "silu"), "--seeds", "0", "--json")
+    assert run.code == 0, run.err
+    profile = run.json()
+    assert isinstance(profile, dict)
+    assert profile["task"] == "silu"
+    assert (profile["backend"], profile["latency_kind"], profile["correct"]) == (
+        "nkisim",
+        "estimated",
+        True,
+    )
+    assert profile["latency_ms"] > 0
+    assert 0 < profile["pct_of_peak"] <= 100
+    assert profile["bound_by"] in {"tensor", "vector", "scalar", "gpsimd", "dma", "dependencies"}
+    assert profile["counters"]["hbm_read_bytes"] == 256 * 2048 * 4
+    assert profile["fingerprint"]["cost_model"] == profile["model_version"]
+
+    trn2 = accelopt("profile", str(SUITE / "silu"), "--seeds", "0", "--target", "trn2", "--json")
+    assert trn2.code == 0
+    assert trn2.json()["target"] == "trn2"  # type: ignore[index]
+
+    people = accelopt("profile", str(SUITE / "silu"), "--seeds", "0")
+    assert "(estimated by the cost model" in people.out
+    assert "% of peak" in people.out
+
+    broken = tmp_path / "silu"
+    shutil.copytree(SUITE / "silu", broken)
+    (broken / "kernel.py").write_text(
+        (SUITE / "silu" / "kernel.py").read_text().replace("j * cols:(j + 1) * cols", "0:cols")
+    )
+    failed = accelopt("profile", str(broken), "--seeds", "0", "--json")
+    assert failed.code == 1
+    verdict = failed.json()
+    assert isinstance(verdict, dict)
+    assert (verdict["error_kind"], verdict["latency_ms"]) == ("incorrect", None)
+
+
+def test_profile_on_neuron_without_neuron_says_what_is_missing(
+    accelopt: Callable[..., Run], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    run = accelopt("profile", str(SUITE / "silu"), "--backend", "neuron")
+    assert run.code == 2
+    assert "the neuron backend cannot run here" in run.err
+    assert "neuron-profile is not on PATH" in run.err
+
+
+def test_bench_nkibench_prints_percent_of_peak(accelopt: Callable[..., Run]) -> None:
+    run = accelopt(
+        "bench", "nkibench", "--shapes", "small", "--tasks", "silu,matmul", "--seeds", "0", "--json"
+    )
+    assert run.code == 0, run.err
+    result = run.json()
+    assert isinstance(result, dict)
+    assert [row["task"] for row in result["tasks"]] == ["silu", "matmul"]  # as asked
+    for row in result["tasks"]:
+        assert row["correct"]
+        assert row["latency_kind"] == "estimated"
+        assert row["pct_of_peak"] == pytest.approx(100 * row["roofline_ms"] / row["latency_ms"])
+        assert row["schedule_overhead"] < 1
+    pcts = [row["pct_of_peak"] for row in result["tasks"]]
+    assert result["geomean_pct_of_peak"] == pytest.approx((pcts[0] * pcts[1]) ** 0.5)
+    assert "accelopt_rank_correlation" not in result  # AccelOpt measured full shapes only
+    table = accelopt("bench", "nkibench", "--shapes", "small", "--tasks", "silu", "--seeds", "0")
+    assert "geomean % of peak" in table.out
+    assert "latency ms (e)" in table.out

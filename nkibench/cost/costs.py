@@ -126,25 +126,32 @@ class CostTable:
     # --- DMA -------------------------------------------------------------------------------
 
     def _dma(self, instruction: Instruction) -> Cost:
-        operands = [*instruction.inputs, *([instruction.output] if instruction.output else [])]
-        moved = max((o.bytes for o in operands), default=0)
+        # One pass over the operands (this runs for every transfer of a kernel).
+        moved = hbm_bytes = partitions = 0
+        run = -1
+        output = instruction.output
+        for operand in [*instruction.inputs, output] if output else instruction.inputs:
+            size = operand.bytes
+            moved = max(moved, size)
+            run = operand.contiguous_bytes if run < 0 else min(run, operand.contiguous_bytes)
+            if operand.buffer in ON_CHIP:
+                partitions = max(partitions, operand.partitions)
+            else:
+                hbm_bytes += size
         if not moved:
             return Cost("dma", 0.0, 0.0, queue_ns=self._dma_fixed)
         # A descriptor moves one contiguous run: bounded by the HBM side's contiguity and by
-        # one partition row of the on-chip side. Each engine serves 8 partitions, so a tile on
-        # few partitions leaves most engines idle.
-        run = max(1, min(*(o.contiguous_bytes for o in operands), moved))
+        # one partition row of the on-chip side.
+        run = max(1, min(run, moved))
         descriptors = math.ceil(moved / run)
         work = descriptors * (self._descriptor + run / self._engine_rate)
         if instruction.attrs.get("transpose"):
             work /= self._transpose_efficiency
-        # Tiles start at partition 0, so every transfer needs the first engines: a transfer
-        # on few partitions holds them for longer and the next one waits.
-        on_chip = [o.partitions for o in operands if not is_hbm(o)]
-        lanes = math.ceil(max(on_chip) / self._partitions_per_engine) if on_chip else descriptors
+        # Each engine serves 8 partitions and tiles start at partition 0, so every transfer
+        # needs the first engines: one on few partitions holds them longer, the next one waits.
+        lanes = math.ceil(partitions / self._partitions_per_engine) if partitions else descriptors
         engines = max(1, min(self._dma_engines, descriptors, lanes))
-        hbm = sum(o.bytes for o in operands if is_hbm(o)) / self._hbm_rate
-        duration = max(work / engines, hbm) + self._dma_engine_fixed
+        duration = max(work / engines, hbm_bytes / self._hbm_rate) + self._dma_engine_fixed
         return Cost(
             "dma",
             busy_ns=duration,

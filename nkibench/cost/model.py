@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -78,8 +79,16 @@ def estimate(instructions: list[Instruction], target: str = "trn1") -> Estimate:
             f"unknown target {target!r}; the cost model knows {', '.join(GENERATIONS)}"
         ) from None
     started = time.perf_counter()
-    plan = schedule(instructions, CostTable(generation).cost)
-    summary = counters(instructions, plan, generation)
+    # The schedule allocates a few objects per instruction, none in a cycle; with the trace's
+    # millions of live objects around, the cyclic collector would rescan them all many times.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        plan = schedule(instructions, CostTable(generation).cost)
+        summary = counters(instructions, plan, generation)
+    finally:
+        if collecting:
+            gc.enable()
     makespan = plan.makespan_ns
     busiest = max(ENGINES, key=lambda e: plan.busy_ns[e])
     stalled = makespan and plan.busy_ns[busiest] < DEPENDENCY_BOUND * makespan

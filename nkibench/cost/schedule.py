@@ -94,7 +94,9 @@ def schedule(instructions: list[Instruction], cost: Callable[[Instruction], Cost
     for instruction in instructions:
         c = cost(instruction)
         costs.append(c)
-        ready = max([visible[d] for d in instruction.deps], default=0.0)
+        ready = 0.0
+        for dep in instruction.deps:
+            ready = max(ready, visible[dep])
         engine = c.engine
         line = instruction.line
         if engine == "dma":
