@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from contextlib import closing
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime
 
 import click
 from rich.table import Table
 
+from daemon.agent_cli import memory_group, optimize_command
+from daemon.context import AppContext, app_context
 from daemon.kernel_cli import (
     bench_cost_model,
     bench_nkibench,
@@ -21,7 +22,7 @@ from daemon.kernel_cli import (
     import_nkibench_command,
     profile_command,
 )
-from daemon.projections import PROJECTIONS, make_projection
+from daemon.projections import PROJECTIONS, make_projection, present
 from daemon.render import (
     emit_json,
     event_json,
@@ -40,29 +41,8 @@ from store.engine import make_engine, sqlite_path
 from store.migrate import describe, upgrade
 from store.projections.library import LibraryProjection, LibraryState
 from store.projections.runner import replay
-from store.sql import SqlEventStore
 
 __all__ = ["cli", "main"]
-
-
-@dataclass
-class AppContext:
-    settings: Settings
-    db_override: str | None
-
-    @property
-    def database_url(self) -> str:
-        return self.settings.database_url(self.db_override)
-
-    def open_store(self, ctx: click.Context) -> SqlEventStore:
-        """The event store for this command, closed when the command ends."""
-        return ctx.with_resource(closing(SqlEventStore.open(self.database_url)))
-
-
-def _app(ctx: click.Context) -> AppContext:
-    app = ctx.find_object(AppContext)
-    assert app is not None
-    return app
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -92,7 +72,7 @@ def db() -> None:
 @click.pass_context
 def db_upgrade(ctx: click.Context, as_json: bool) -> None:
     """Create the database or migrate it to this accelopt's schema."""
-    engine = make_engine(_app(ctx).database_url)
+    engine = make_engine(app_context(ctx).database_url)
     try:
         before, after = upgrade(engine)
     finally:
@@ -126,7 +106,7 @@ def events_command(
     as_json: bool,
 ) -> None:
     """The event log, oldest first, as stored (before upcasting)."""
-    store = _app(ctx).open_store(ctx)
+    store = app_context(ctx).open_store(ctx)
 
     def show(stored: StoredEvent) -> None:
         if as_json:
@@ -192,7 +172,7 @@ def replay_command(
         raise click.BadParameter(
             f"{until!r} is neither a position nor an ISO-8601 time", param_hint="--until"
         ) from None
-    store = _app(ctx).open_store(ctx)
+    store = app_context(ctx).open_store(ctx)
     projection = make_projection(name)
     result = replay(
         store,
@@ -215,14 +195,16 @@ def replay_command(
                 "position": result.position,
                 "started_from": result.started_from,
                 "skipped": [asdict(s) for s in result.skipped],
-                "state": projection.dump(result.state),
+                "state": present(projection, result.state, store),
             }
         )
         return
     if isinstance(result.state, LibraryState):
         print_table(library_table(result.state, title=f"{name} as of position {result.position}"))
     else:
-        click.echo(json.dumps(projection.dump(result.state), indent=2, ensure_ascii=False))
+        click.echo(
+            json.dumps(present(projection, result.state, store), indent=2, ensure_ascii=False)
+        )
 
 
 @cli.command("status")
@@ -230,7 +212,7 @@ def replay_command(
 @click.pass_context
 def status_command(ctx: click.Context, as_json: bool) -> None:
     """Every task: state, baseline and best latency, speedup; and the size of the log."""
-    store = _app(ctx).open_store(ctx)
+    store = app_context(ctx).open_store(ctx)
     result = replay(store, LibraryProjection(), use_checkpoint=True)
     path = sqlite_path(store.engine.url)
     size = (
@@ -293,6 +275,8 @@ cli.add_command(import_nkibench_command)
 bench.add_command(bench_nkisim)
 bench.add_command(bench_nkibench)
 bench.add_command(bench_cost_model)
+cli.add_command(optimize_command)
+cli.add_command(memory_group)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -14,7 +14,7 @@ Every latency is labelled: `latency_kind` says whether it was measured on real h
 estimated by a cost model, and it travels with the number everywhere.
 """
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,6 +25,7 @@ __all__ = [
     "BeamEntry",
     "BeamSelected",
     "CandidateGenerated",
+    "CandidateOrigin",
     "CandidateRejected",
     "DaemonStarted",
     "DaemonStopped",
@@ -38,6 +39,10 @@ __all__ = [
     "PlanProposed",
     "ProfilePurpose",
     "ProfileRecorded",
+    "RejectReason",
+    "SearchEnd",
+    "SearchFinished",
+    "SearchStarted",
     "TaskInvalid",
 ]
 
@@ -47,13 +52,20 @@ LLMRole = Literal["planner", "executor", "summarizer", "fixer"]
 RejectReason = Literal[
     "duplicate",
     "no_code",
+    "truncated",
+    "llm_error",
     "static_check",
     "compile_error",
+    "runtime_error",
+    "constraint",
     "incorrect",
     "timeout",
     "crashed",
+    "resource",
     "unsupported",
 ]
+CandidateOrigin = Literal["baseline", "executor", "fixer", "tunable"]
+SearchEnd = Literal["completed", "plateau", "budget", "no_baseline", "failed"]
 
 
 # --- the user's task folder -------------------------------------------------------------
@@ -93,6 +105,8 @@ class KernelRemoved(Event):
 class ProfileRecorded(Event):
     """One kernel compiled, checked and timed on one backend; keyed by its job id."""
 
+    schema_version: ClassVar[int] = 2
+
     job_id: str
     task: str
     purpose: ProfilePurpose
@@ -112,9 +126,47 @@ class ProfileRecorded(Event):
     latency_stats: dict[str, float] = Field(default_factory=dict)
     counters: dict[str, float] = Field(default_factory=dict)
     fingerprint: dict[str, str] = Field(default_factory=dict)
+    # version 2: what the planner needs from a profile, and the model's error on hardware
+    model_version: str | None
+    """The cost model of an estimated latency."""
+    pct_of_peak: float | None
+    roofline_ms: float | None
+    bound_by: str | None
+    hot_lines: list[dict[str, str | int | float]]
+    estimate_ms: float | None
+    """On hardware: the cost model's estimate of the same kernel (its error is known)."""
 
 
 # --- the search ---------------------------------------------------------------------------
+
+
+class SearchStarted(Event):
+    """An optimization of one task revision begins; its settings are fixed from here on."""
+
+    task: str
+    search_id: str
+    task_source_hash: str
+    baseline_candidate_id: str
+    backend: str
+    target: str
+    shapes: str
+    settings: dict[str, int | float | str]
+    """Beam width, plans, samples, iterations, thresholds... as the search runs them."""
+    models: dict[str, str]
+    """Role → model."""
+
+
+class SearchFinished(Event):
+    """The search of a task stopped, and why (all iterations, a plateau, the budget...)."""
+
+    task: str
+    search_id: str
+    reason: SearchEnd
+    detail: str
+    iterations: int
+    best_candidate_id: str | None
+    best_latency_ms: float | None
+    latency_kind: LatencyKind | None
 
 
 class PlanProposed(Event):
@@ -140,7 +192,7 @@ class CandidateGenerated(Event):
     parent_candidate_id: str | None
     plan_id: str | None
     sample_index: int
-    origin: Literal["baseline", "executor", "fixer", "tunable"]
+    origin: CandidateOrigin
     kernel_hash: str
     source_blob: str
     llm_call_id: str | None
@@ -179,7 +231,13 @@ class BeamSelected(Event):
 class ExperienceSummarized(Event):
     """The summarizer turned a slow/fast pair into a lesson for the optimization memory."""
 
+    schema_version: ClassVar[int] = 2
+
     task: str
+    search_id: str | None
+    """None for items recorded before version 2."""
+    operators: list[str]
+    """The task's operators (nkibench.operators), for retrieval by similarity across tasks."""
     item_id: str
     polarity: Literal["positive", "negative"]
     slow_candidate_id: str
@@ -264,11 +322,13 @@ EVENT_TYPES: dict[str, type[Event]] = {
         TaskInvalid,
         KernelRemoved,
         ProfileRecorded,
+        SearchStarted,
         PlanProposed,
         CandidateGenerated,
         CandidateRejected,
         BeamSelected,
         ExperienceSummarized,
+        SearchFinished,
         KernelPromoted,
         KernelDemoted,
         LLMCallCompleted,

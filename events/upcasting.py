@@ -33,5 +33,29 @@ class Upcasters:
         return data
 
 
-SHIPPED_UPCASTERS = Upcasters({})
-"""The upcasters of the released schema history (every event type is still at version 1)."""
+def _experience_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """v2 added the search and the task's operators; a v1 item has neither."""
+    return {**data, "search_id": None, "operators": []}
+
+
+def _profile_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """v2 added the roofline, the bound-by engine, hot lines and the estimate beside a
+    measurement; a v1 profile has none of them."""
+    return {
+        **data,
+        "model_version": None,
+        "pct_of_peak": None,
+        "roofline_ms": None,
+        "bound_by": None,
+        "hot_lines": [],
+        "estimate_ms": None,
+    }
+
+
+SHIPPED_UPCASTERS = Upcasters(
+    {
+        ("ExperienceSummarized", 1): _experience_v1_to_v2,
+        ("ProfileRecorded", 1): _profile_v1_to_v2,
+    }
+)
+"""The upcasters of the released schema history."""

@@ -133,6 +133,12 @@ class SyntheticWorkload:
                 "latency_stats": {"n": 1.0} if latency is not None else {},
                 "counters": {k: round(r.uniform(0, 1e9), 1) for k in _COUNTERS},
                 "fingerprint": {"model": "nkisim-cost/1", "target": "trn1"},
+                "model_version": "trn-cost-1",
+                "pct_of_peak": round(r.uniform(10, 90), 2) if latency is not None else None,
+                "roofline_ms": round(r.uniform(0.1, 10), 3) if latency is not None else None,
+                "bound_by": r.choice(["tensor", "vector", "dma"]) if latency is not None else None,
+                "hot_lines": [],
+                "estimate_ms": None,
             }
         )
 
@@ -213,6 +219,8 @@ class SyntheticWorkload:
         slow, fast = self._id(), self._id()
         return ExperienceSummarized(
             task=task.name,
+            search_id=f"{task.name}:{task.revision}",
+            operators=["matmul", "sum"],
             item_id=self._id(),
             polarity="positive" if r.random() < 0.6 else "negative",
             slow_candidate_id=slow,

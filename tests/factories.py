@@ -70,6 +70,12 @@ def profile(
             "latency_kind": ("estimated" if backend == "nkisim" else "measured")
             if correct
             else None,
+            "model_version": "trn-cost-1" if backend == "nkisim" else None,
+            "pct_of_peak": None,
+            "roofline_ms": None,
+            "bound_by": None,
+            "hot_lines": [],
+            "estimate_ms": None,
             **extra,
         }
     )

@@ -1,0 +1,177 @@
+"""The optimization memory: a pure fold over `ExperienceSummarized` events.
+
+AccelOpt's rules decide what becomes an experience (the search applies them); this projection
+decides what the memory keeps, deterministically where AccelOpt samples at random: each task
+keeps at most `capacity` active items per hardware generation, and when a new item overflows
+it the item with the weakest evidence (the smallest |ln speedup|, then the oldest) retires.
+Lessons are shared across tasks: the planner of a task sees its own items first, then other
+tasks' items by the similarity of their operators, and never items learnt on another
+hardware generation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from events.base import Event
+from events.catalog import ExperienceSummarized
+from events.envelope import Envelope
+from nkibench.operators import similarity
+
+__all__ = ["MemoryItem", "MemoryProjection", "MemoryState", "shown_to_planner"]
+
+NO_OPTIMIZATION = "no optimization found"
+Status = Literal["active", "retired"]
+
+
+@dataclass(slots=True)
+class MemoryItem:
+    item_id: str
+    task: str
+    title: str
+    summary_blob: str
+    speedup: float
+    polarity: str
+    operators: list[str]
+    target: str
+    backend: str
+    provenance: dict[str, Any]
+    added_position: int
+    status: Status = "active"
+    retired_position: int | None = None
+
+    @property
+    def evidence(self) -> float:
+        return abs(math.log(self.speedup)) if self.speedup > 0 else 0.0
+
+
+@dataclass(slots=True)
+class MemoryState:
+    items: dict[str, MemoryItem] = field(default_factory=dict)
+    log: list[dict[str, Any]] = field(default_factory=list)
+    """Every change, in log order: {position, change, item_id, task, reason}."""
+
+
+def _weakest_first(item: MemoryItem) -> tuple[float, int, str]:
+    return (item.evidence, item.added_position, item.item_id)
+
+
+class MemoryProjection:
+    name = "memory"
+
+    def __init__(self, capacity: int = 16) -> None:
+        self.capacity = capacity
+        self.version = f"1-capacity{capacity}"
+
+    def initial(self) -> MemoryState:
+        return MemoryState()
+
+    def apply(self, state: MemoryState, envelope: Envelope[Event]) -> MemoryState:
+        event = envelope.event
+        if isinstance(event, ExperienceSummarized):
+            self._summarized(state, event, envelope.position)
+        return state
+
+    def _summarized(self, state: MemoryState, e: ExperienceSummarized, position: int) -> None:
+        def log(change: str, item_id: str, task: str, reason: str) -> None:
+            state.log.append(
+                {
+                    "position": position,
+                    "change": change,
+                    "item_id": item_id,
+                    "task": task,
+                    "reason": reason,
+                }
+            )
+
+        if e.item_id in state.items:
+            return
+        if e.title.strip().rstrip(".").lower() == NO_OPTIMIZATION:
+            log("ignored", e.item_id, e.task, "the summarizer found no optimization")
+            return
+        state.items[e.item_id] = MemoryItem(
+            item_id=e.item_id,
+            task=e.task,
+            title=e.title,
+            summary_blob=e.summary_blob,
+            speedup=e.speedup,
+            polarity=e.polarity,
+            operators=list(e.operators),
+            target=e.target,
+            backend=e.backend,
+            provenance={
+                "search_id": e.search_id,
+                "slow_candidate_id": e.slow_candidate_id,
+                "fast_candidate_id": e.fast_candidate_id,
+                "model": e.model,
+                "llm_call_id": e.llm_call_id,
+                "backend": e.backend,
+                "target": e.target,
+                "fingerprint": dict(e.fingerprint),
+            },
+            added_position=position,
+        )
+        log("added", e.item_id, e.task, f"{e.polarity} lesson, speedup {e.speedup:.3f}")
+        peers = [
+            item
+            for item in state.items.values()
+            if item.status == "active" and item.task == e.task and item.target == e.target
+        ]
+        for item in sorted(peers, key=_weakest_first)[: max(0, len(peers) - self.capacity)]:
+            item.status, item.retired_position = "retired", position
+            log(
+                "retired",
+                item.item_id,
+                item.task,
+                f"over the capacity of {self.capacity} for {e.task} on {e.target}: "
+                f"the weakest evidence (|ln speedup| {item.evidence:.3f})",
+            )
+
+    def dump(self, state: MemoryState) -> dict[str, Any]:
+        return {
+            "items": {k: asdict(v) for k, v in sorted(state.items.items())},
+            "log": state.log,
+        }
+
+    def load(self, data: dict[str, Any]) -> MemoryState:
+        items = {k: MemoryItem(**v) for k, v in data["items"].items()}
+        return MemoryState(items=items, log=list(data["log"]))
+
+    def present(self, state: MemoryState, text: Callable[[str], str]) -> dict[str, Any]:
+        """The active items as `accelopt memory` shows them (summaries read from blobs)."""
+        active = [i for i in state.items.values() if i.status == "active"]
+        active.sort(key=lambda i: (i.task, -i.evidence, i.item_id))
+        return {
+            "items": [
+                {
+                    "item_id": i.item_id,
+                    "task": i.task,
+                    "title": i.title,
+                    "summary": text(i.summary_blob),
+                    "speedup": i.speedup,
+                    "polarity": i.polarity,
+                    "operators": i.operators,
+                    "target": i.target,
+                    "provenance": i.provenance,
+                }
+                for i in active
+            ],
+            "retired": sum(1 for i in state.items.values() if i.status == "retired"),
+        }
+
+
+def shown_to_planner(
+    state: MemoryState, *, task: str, operators: list[str], target: str, limit: int
+) -> list[MemoryItem]:
+    """What the planner of `task` sees: its own items by evidence, then other tasks' items by
+    operator similarity and evidence; only items learnt on the same hardware generation."""
+    usable = [i for i in state.items.values() if i.status == "active" and i.target == target]
+    own = sorted((i for i in usable if i.task == task), key=lambda i: (-i.evidence, i.item_id))
+    others = sorted(
+        (i for i in usable if i.task != task),
+        key=lambda i: (-similarity(i.operators, operators), -i.evidence, i.item_id),
+    )
+    return (own + others)[:limit]

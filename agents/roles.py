@@ -1,0 +1,153 @@
+"""What each role is asked, and how its answer is read.
+
+- planner: kernel, task, profile, memory -> one plan (its text)
+- executor: kernel, task, plan -> a new kernel (the first fenced code block)
+- summarizer: slow kernel, fast kernel, speedup -> a titled, general lesson
+- fixer: failing kernel and its error -> a repaired kernel (the first fenced code block)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agents.prompts import Prompts
+
+__all__ = [
+    "NO_OPTIMIZATION",
+    "Lesson",
+    "NoCode",
+    "executor_messages",
+    "extract_code",
+    "fixer_messages",
+    "parse_lesson",
+    "planner_messages",
+    "summarizer_messages",
+]
+
+NO_OPTIMIZATION = "No optimization found"
+FENCE = re.compile(r"```[ \t]*([\w+-]*)[ \t]*\n(.*?)(?:\n```|\Z)", re.S)
+TITLE = re.compile(r"^\s*\*\*(.+?)\*\*\s*$", re.M)
+
+
+class NoCode(ValueError):
+    """The answer holds no usable code block; `reason` is "no_code" or "truncated"."""
+
+    def __init__(self, reason: Literal["no_code", "truncated"], message: str) -> None:
+        super().__init__(message)
+        self.reason, self.message = reason, message
+
+
+def extract_code(text: str, finish_reason: str, parent_source: str) -> str:
+    """The first fenced code block, completed with the parent's imports if it has none."""
+    match = FENCE.search(text)
+    if match is None:
+        if finish_reason == "length":
+            raise NoCode("truncated", "the answer was cut at the token limit before any code")
+        raise NoCode("no_code", "the answer has no fenced code block")
+    closed = text.find("```", match.end(2)) != -1
+    if not closed:
+        raise NoCode(
+            "truncated",
+            "the code block is not closed"
+            + (" (the answer hit the token limit)" if finish_reason == "length" else ""),
+        )
+    code = match.group(2).strip("\n") + "\n"
+    if not re.search(r"^\s*def kernel\s*\(", code, re.M) and "def optimized_kernel" not in code:
+        raise NoCode("no_code", "the code block defines no function named `kernel`")
+    if not re.search(r"^(import|from) ", code, re.M):
+        header = [
+            line for line in parent_source.splitlines() if line.startswith(("import ", "from "))
+        ]
+        code = "\n".join(header) + "\n\n\n" + code
+    return code
+
+
+@dataclass(frozen=True)
+class Lesson:
+    title: str
+    summary: str
+
+    @property
+    def empty(self) -> bool:
+        return self.title.strip().rstrip(".").lower() == NO_OPTIMIZATION.lower()
+
+
+def parse_lesson(text: str) -> Lesson:
+    """A `**title**` line (else the first line) and the whole answer as the summary."""
+    match = TITLE.search(text)
+    if match:
+        title = match.group(1).strip()
+    else:
+        title = next((line.strip("# *") for line in text.splitlines() if line.strip()), "")
+    return Lesson(title=title[:200] or NO_OPTIMIZATION, summary=text.strip())
+
+
+def experiences_block(items: list[tuple[str, str]]) -> str:
+    """The memory as the planner sees it: each lesson's summary under a heading."""
+    if not items:
+        return ""
+    lessons = "\n\n".join(summary for _, summary in items)
+    return f"\n# Experiences\n\nLessons from earlier optimizations:\n\n{lessons}\n"
+
+
+def profile_json(profile: dict[str, Any]) -> str:
+    return json.dumps(profile, indent=2, sort_keys=True)
+
+
+def planner_messages(
+    prompts: Prompts,
+    *,
+    kernel: str,
+    reference: str,
+    profile: dict[str, Any],
+    experiences: list[tuple[str, str]],
+) -> list[dict[str, str]]:
+    return prompts.messages(
+        "planner",
+        experiences=experiences_block(experiences),
+        reference=reference.strip(),
+        kernel=kernel.strip(),
+        profile=profile_json(profile),
+    )
+
+
+def executor_messages(
+    prompts: Prompts, *, kernel: str, reference: str, plan: str
+) -> list[dict[str, str]]:
+    return prompts.messages(
+        "executor", reference=reference.strip(), kernel=kernel.strip(), plan=plan.strip()
+    )
+
+
+def summarizer_messages(
+    prompts: Prompts,
+    *,
+    reference: str,
+    slow_kernel: str,
+    fast_kernel: str,
+    speedup: float,
+    latency_kind: str,
+) -> list[dict[str, str]]:
+    return prompts.messages(
+        "summarizer",
+        reference=reference.strip(),
+        slow_kernel=slow_kernel.strip(),
+        fast_kernel=fast_kernel.strip(),
+        speedup=f"{speedup:.2f}",
+        latency_kind=latency_kind,
+    )
+
+
+def fixer_messages(
+    prompts: Prompts, *, kernel: str, reference: str, error_kind: str, error: str
+) -> list[dict[str, str]]:
+    return prompts.messages(
+        "fixer",
+        reference=reference.strip(),
+        kernel=kernel.strip(),
+        error_kind=error_kind,
+        error=error.strip(),
+    )

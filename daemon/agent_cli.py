@@ -1,0 +1,229 @@
+"""The agent commands of `accelopt`: `optimize` (the AccelOpt loop in the foreground) and
+`memory` (the optimization memory as of any position, and its change log)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from agents.config import SearchConfig
+from agents.ledger import Ledger
+from agents.llm import LLMClient
+from agents.memory import MemoryProjection
+from agents.recorder import Recorder
+from agents.search import LocalProfiler, Search
+from daemon.context import app_context
+from daemon.render import emit_json, print_table
+from daemon.revisions import record_revision
+from nkibench.backend import NkisimBackend
+from nkibench.cost.tables import GENERATIONS
+from nkibench.neuron import NeuronBackend
+from nkibench.task import load_task
+from store.projections.runner import replay
+
+__all__ = ["memory_group", "optimize_command"]
+
+DEFAULTS = SearchConfig()
+
+
+def _backend_factory(backend: str, target: str | None, core: int) -> tuple[Any, str]:
+    if backend == "neuron":
+        probe = NeuronBackend(core=core, target=target)
+        return (
+            lambda: NeuronBackend(core=core, target=probe.target, host=probe.host)
+        ), probe.target
+    return NkisimBackend, target or "trn1"
+
+
+@click.command("optimize")
+@click.argument("task_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--iterations",
+    type=click.IntRange(min=1),
+    default=DEFAULTS.iterations,
+    show_default=True,
+    help="T: iterations of the beam search.",
+)
+@click.option(
+    "--beam",
+    type=click.IntRange(min=1),
+    default=DEFAULTS.beam,
+    show_default=True,
+    help="B: candidates kept per iteration.",
+)
+@click.option(
+    "--plans",
+    type=click.IntRange(min=1),
+    default=DEFAULTS.plans,
+    show_default=True,
+    help="N: plans per candidate.",
+)
+@click.option(
+    "--samples",
+    type=click.IntRange(min=1),
+    default=DEFAULTS.samples,
+    show_default=True,
+    help="K: implementations per plan.",
+)
+@click.option(
+    "--fixer-attempts",
+    type=click.IntRange(min=0),
+    default=DEFAULTS.fixer_attempts,
+    show_default=True,
+    help="F: repairs of a failing candidate.",
+)
+@click.option(
+    "--plateau",
+    type=click.IntRange(min=1),
+    default=DEFAULTS.plateau,
+    show_default=True,
+    help="P: stop after this many iterations without a gain.",
+)
+@click.option(
+    "--backend", type=click.Choice(["nkisim", "neuron"]), default="nkisim", show_default=True
+)
+@click.option(
+    "--target",
+    type=click.Choice(sorted(GENERATIONS)),
+    default=None,
+    help="Trainium generation [nkisim: trn1; neuron: this instance's].",
+)
+@click.option("--shapes", default=DEFAULTS.shapes, show_default=True)
+@click.option(
+    "--core",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="neuron: the NeuronCore to profile on.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object at the end.")
+@click.pass_context
+def optimize_command(
+    ctx: click.Context,
+    *,
+    task_dir: Path,
+    iterations: int,
+    beam: int,
+    plans: int,
+    samples: int,
+    fixer_attempts: int,
+    plateau: int,
+    backend: str,
+    target: str | None,
+    shapes: str,
+    core: int,
+    as_json: bool,
+) -> None:
+    """Run the AccelOpt loop on one task in the foreground; a killed run resumes where it
+    stopped when started again. Exit 0 when the search ran, 1 when the task's own kernel
+    fails, 2 for a bad task or settings."""
+    app = app_context(ctx)
+    task = load_task(task_dir)
+    task.overrides(shapes)
+    store = app.open_store(ctx)
+    recorder = Recorder(store)
+    record_revision(recorder, task)
+    settings = app.settings
+    llm = LLMClient(settings.llm_config(), recorder, Ledger.from_store(store), settings.budget())
+    make_backend, resolved_target = _backend_factory(backend, target, core)
+    config = SearchConfig(
+        iterations=iterations,
+        beam=beam,
+        plans=plans,
+        samples=samples,
+        fixer_attempts=fixer_attempts,
+        plateau=plateau,
+        shapes=shapes,
+    )
+    profiler: Any = LocalProfiler(make_backend, target=resolved_target, shapes=shapes)
+    say = (lambda message: click.echo(message, err=True)) if not as_json else None
+    outcome = Search(task=task, llm=llm, profiler=profiler, config=config, log=say).run()
+    if as_json:
+        emit_json(outcome.to_json())
+    else:
+        kind = outcome.latency_kind or "estimated"
+        base = outcome.baseline_latency_ms
+        best = outcome.best_latency_ms
+        click.echo(
+            f"{task.name}: {outcome.reason} ({outcome.detail}) after {outcome.iterations} "
+            f"iterations, search {outcome.search_id}"
+        )
+        if base is not None and best is not None:
+            click.echo(
+                f"  baseline {base:.4f} ms, best {best:.4f} ms ({kind}), "
+                f"speedup {outcome.speedup:.3f}x; promoted: {outcome.promoted_candidate}"
+            )
+        click.echo(
+            f"  LLM: {outcome.llm_calls} calls ({outcome.failed_llm_calls} failed attempts), "
+            f"{outcome.prompt_tokens} + {outcome.completion_tokens} tokens, "
+            f"${outcome.cost_usd:.4f}"
+            + (
+                f" (unpriced: {', '.join(outcome.unpriced_models)})"
+                if outcome.unpriced_models
+                else ""
+            )
+        )
+    ctx.exit(1 if outcome.reason == "no_baseline" else 0)
+
+
+@click.group("memory", invoke_without_command=True)
+@click.option(
+    "--as-of",
+    "as_of",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="POSITION",
+    help="The memory as it was at this position of the log.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def memory_group(ctx: click.Context, as_of: int | None, as_json: bool) -> None:
+    """The optimization memory: the lessons the planner is shown, with their provenance."""
+    if ctx.invoked_subcommand is not None:
+        return
+    store = app_context(ctx).open_store(ctx)
+    projection = MemoryProjection()
+    result = replay(store, projection, until=as_of, use_checkpoint=True)
+    shown = projection.present(result.state, store.get_text)
+    if as_json:
+        emit_json({"position": result.position, **shown})
+        return
+    table = Table(title=f"optimization memory as of position {result.position}")
+    for column in ("item", "task", "title", "speedup", "target", "from"):
+        table.add_column(column)
+    for item in shown["items"]:
+        table.add_row(
+            item["item_id"],
+            item["task"],
+            item["title"],
+            f"{item['speedup']:.3f}x",
+            item["target"],
+            f"{item['provenance']['slow_candidate_id']} -> "
+            f"{item['provenance']['fast_candidate_id']}",
+        )
+    print_table(table)
+    click.echo(f"{len(shown['items'])} active items, {shown['retired']} retired", err=False)
+
+
+@memory_group.command("log")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines.")
+@click.pass_context
+def memory_log(ctx: click.Context, as_json: bool) -> None:
+    """Every change of the memory, with the position of the event that caused it."""
+    parent = ctx.parent.params if ctx.parent else {}
+    store = app_context(ctx).open_store(ctx)
+    result = replay(store, MemoryProjection(), until=parent.get("as_of"), use_checkpoint=True)
+    for change in result.state.log:
+        if as_json or parent.get("as_json"):
+            emit_json(change)
+        else:
+            click.echo(
+                f"{change['position']:>8}  {change['change']:<8} {change['item_id']}  "
+                f"{change['task']}: {change['reason']}"
+            )
+    if not result.state.log and not as_json:
+        click.echo("the memory has not changed yet", err=sys.stderr.isatty())

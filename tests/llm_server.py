@@ -1,0 +1,155 @@
+"""A real HTTP server on loopback that speaks OpenAI's Chat Completions API and answers from a
+script: a function of the request (model name, messages, seed) that returns a reply or a fault
+(an HTTP status, a delay past the client's timeout, a truncated answer). It keeps every request
+it received, with the call id accelopt sends in its X-Accelopt-Call header."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["Reply", "Request", "ScriptedLLM", "running_llm"]
+
+
+@dataclass(frozen=True)
+class Request:
+    model: str
+    messages: list[dict[str, str]]
+    seed: int | None
+    call_id: str
+    body: dict[str, Any]
+
+    @property
+    def system(self) -> str:
+        return next((m["content"] for m in self.messages if m["role"] == "system"), "")
+
+    @property
+    def user(self) -> str:
+        return next((m["content"] for m in self.messages if m["role"] == "user"), "")
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str = ""
+    status: int = 200
+    delay_s: float = 0.0
+    finish_reason: str = "stop"
+
+
+def usage(request: Request, reply: Reply) -> tuple[int, int]:
+    """Deterministic token counts: about four characters a token."""
+    prompt = sum(len(m["content"]) for m in request.messages) // 4 + 1
+    return prompt, len(reply.text) // 4 + 1
+
+
+@dataclass
+class ScriptedLLM:
+    script: Callable[[Request], Reply]
+    requests: list[Request] = field(default_factory=list)
+    served: list[tuple[Request, Reply]] = field(default_factory=list)
+    """Requests answered with 200, and their replies (the usage the client was billed)."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def call_ids(self) -> list[str]:
+        with self.lock:
+            return [r.call_id for r in self.requests]
+
+    def billed(self) -> tuple[int, int, int]:
+        """(calls, prompt tokens, completion tokens) of the successful answers."""
+        with self.lock:
+            counts = [usage(r, reply) for r, reply in self.served]
+        return len(counts), sum(c[0] for c in counts), sum(c[1] for c in counts)
+
+    def handle(self, body: dict[str, Any], call_id: str) -> tuple[int, dict[str, Any], float]:
+        request = Request(
+            model=body["model"],
+            messages=body["messages"],
+            seed=body.get("seed"),
+            call_id=call_id,
+            body=body,
+        )
+        with self.lock:
+            self.requests.append(request)
+        reply = self.script(request)
+        if reply.status != 200:
+            error = {"error": {"message": f"scripted fault {reply.status}", "type": "server"}}
+            return reply.status, error, reply.delay_s
+        prompt, completion = usage(request, reply)
+        with self.lock:
+            self.served.append((request, reply))
+        return (
+            200,
+            {
+                "id": f"chatcmpl-{len(self.requests)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": request.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": reply.text},
+                        "finish_reason": reply.finish_reason,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                },
+            },
+            reply.delay_s,
+        )
+
+
+def _handler(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            if not self.path.endswith("/chat/completions"):
+                self.send_error(404)
+                return
+            length = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(length))
+            status, payload, delay = llm.handle(body, self.headers.get("X-Accelopt-Call", ""))
+            if delay:
+                time.sleep(delay)
+            data = json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (its timeout) or was killed
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+@contextmanager
+def running_llm(script: Callable[[Request], Reply]) -> Iterator[ScriptedLLM]:
+    llm = ScriptedLLM(script)
+    llm.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(llm))
+    llm.server.daemon_threads = True
+    thread = threading.Thread(target=llm.server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield llm
+    finally:
+        llm.server.shutdown()
+        llm.server.server_close()

@@ -1,0 +1,232 @@
+"""The agents' pure parts: beam and lesson selection, the memory fold, reading answers,
+rendering prompts, sweeping tunables, and the LLM settings."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from agents.memory import MemoryProjection, MemoryState, shown_to_planner
+from agents.prompts import PromptError, Prompts
+from agents.roles import NoCode, extract_code, parse_lesson
+from agents.search.selection import Measured, Pair, select_beam, select_lessons
+from agents.search.tunables import variants
+from daemon.settings import Settings, SettingsError
+from events.catalog import ExperienceSummarized
+from events.envelope import Envelope
+from events.projection import fold
+from nkibench.operators import operators, similarity
+
+PARENT = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n\n\ndef kernel(x):\n"
+
+
+def m(cid: str, ms: float) -> Measured:
+    return Measured(cid, ms)
+
+
+def test_the_beam_is_elitist_and_keeps_the_fastest() -> None:
+    incumbent = m("best", 1.0)
+    beam, best = select_beam(incumbent, [m("a", 2.0)], [m("b", 1.5), m("c", 3.0)], width=2)
+    assert best == incumbent  # nothing beat it: it stays, first
+    assert [x.candidate_id for x in beam] == ["best", "b"]
+    beam, best = select_beam(incumbent, [], [m("d", 0.5), m("e", 0.7)], width=3)
+    assert best.candidate_id == "d"
+    assert [x.candidate_id for x in beam] == ["d", "e", "best"]
+    beam, _ = select_beam(incumbent, [incumbent], [], width=6)
+    assert [x.candidate_id for x in beam] == ["best"]  # no duplicates
+
+
+def test_lessons_follow_accelopts_rules() -> None:
+    parent = m("p", 1.0)
+
+    def pair(child: str, ms: float, group: str) -> Pair:
+        return Pair(parent, m(child, ms), group)
+
+    pairs = [
+        pair("fast1", 0.5, "g1"),  # 2.0x: positive
+        pair("meh1", 0.99, "g1"),  # the group's fastest is kept, not this one
+        pair("fast2", 0.9, "g2"),  # 1.11x: positive
+        pair("tiny", 0.98, "g3"),  # 1.02x: below the 1.04 threshold
+        pair("slow1", 2.0, "g4"),  # 0.5x: negative
+        pair("slow2", 1.5, "g5"),  # 0.67x: negative
+        pair("same", 1.0, "g6"),  # exactly 1: dropped
+    ]
+    chosen = select_lessons(pairs, limit=8, positive=1.04, negative=1.15)
+    assert [p.child.candidate_id for p in chosen] == ["fast1", "fast2", "slow1", "slow2"]
+    # positives take at most half the places, negatives (worst first) fill the rest
+    chosen = select_lessons(pairs, limit=2, positive=1.04, negative=1.15)
+    assert [p.child.candidate_id for p in chosen] == ["fast1", "slow1"]
+
+
+def _lesson(
+    item: str, task: str, speedup: float, *, target: str = "trn1", title: str = "Hoist loads"
+) -> ExperienceSummarized:
+    return ExperienceSummarized(
+        task=task,
+        search_id=f"{task}@1",
+        operators=["matmul", "sum"] if task.startswith("mm") else ["exp"],
+        item_id=item,
+        polarity="positive" if speedup > 1 else "negative",
+        slow_candidate_id="s",
+        fast_candidate_id="f",
+        speedup=speedup,
+        title=title,
+        summary_blob="0" * 64,
+        llm_call_id="call",
+        model="m",
+        backend="nkisim",
+        target=target,
+    )
+
+
+def _fold(projection: MemoryProjection, events: list[ExperienceSummarized]) -> MemoryState:
+    envelopes = [
+        Envelope(
+            position=i + 1,
+            stream_id="search:x",
+            stream_version=i + 1,
+            recorded_at=datetime(2026, 1, 1, tzinfo=UTC),
+            metadata={},
+            event=e,
+        )
+        for i, e in enumerate(events)
+    ]
+    return fold(projection, envelopes, projection.initial())
+
+
+def test_the_memory_retires_the_weakest_evidence_deterministically() -> None:
+    projection = MemoryProjection(capacity=2)
+    state = _fold(
+        projection,
+        [
+            _lesson("a", "mm1", 1.5),
+            _lesson("b", "mm1", 3.0),
+            _lesson("c", "mm1", 0.5),  # |ln 0.5| > |ln 1.5|: a retires
+            _lesson("d", "other", 1.1),  # another task: its own capacity
+            _lesson("a", "mm1", 9.9),  # the same item again: ignored
+            _lesson("e", "mm1", 2.0, title="No optimization found"),
+        ],
+    )
+    active = {i for i, item in state.items.items() if item.status == "active"}
+    assert active == {"b", "c", "d"}
+    assert state.items["a"].status == "retired"
+    assert [(c["position"], c["change"], c["item_id"]) for c in state.log] == [
+        (1, "added", "a"),
+        (2, "added", "b"),
+        (3, "added", "c"),
+        (3, "retired", "a"),
+        (4, "added", "d"),
+        (6, "ignored", "e"),
+    ]
+    assert projection.load(projection.dump(state)) == state
+
+
+def test_the_planner_sees_its_own_lessons_first_then_similar_tasks_same_hardware() -> None:
+    state = _fold(
+        MemoryProjection(),
+        [
+            _lesson("own-weak", "mm1", 1.1),
+            _lesson("own-strong", "mm1", 2.0),
+            _lesson("similar", "mm2", 4.0),
+            _lesson("unrelated", "act", 8.0),
+            _lesson("other-chip", "mm1", 9.0, target="trn2"),
+        ],
+    )
+    shown = shown_to_planner(state, task="mm1", operators=["matmul", "sum"], target="trn1", limit=4)
+    assert [i.item_id for i in shown] == ["own-strong", "own-weak", "similar", "unrelated"]
+    shown = shown_to_planner(state, task="mm1", operators=["matmul"], target="trn1", limit=3)
+    assert "unrelated" not in [i.item_id for i in shown]
+    assert "other-chip" not in [
+        i.item_id
+        for i in shown_to_planner(state, task="mm1", operators=[], target="trn1", limit=10)
+    ]
+
+
+def test_operators_are_read_from_forward() -> None:
+    source = (
+        "import numpy as np\n\ndef forward(x, w):\n"
+        "    y = x / np.sqrt(np.mean(x * x))\n    return y @ w\n"
+    )
+    assert operators(source) == ["divide", "matmul", "mean", "multiply", "sqrt"]
+    assert operators("def get_inputs(): pass") == []
+    assert similarity(["a", "b"], ["b", "c"]) == pytest.approx(1 / 3)
+    assert similarity([], []) == 0.0
+
+
+def test_code_is_the_first_complete_fenced_block() -> None:
+    text = (
+        "Plan done.\n```python\n@nki.jit\ndef kernel(x):\n    return x\n```\n```python\nother\n```"
+    )
+    code = extract_code(text, "stop", PARENT)
+    assert code.startswith("import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n")
+    assert "def kernel(x):" in code
+    assert "other" not in code
+    own_imports = "```\nimport numpy as np\n\ndef kernel(x):\n    pass\n```"
+    assert extract_code(own_imports, "stop", PARENT).startswith("import numpy as np")
+    for text, finish, reason in [
+        ("no code at all", "stop", "no_code"),
+        ("cut before code", "length", "truncated"),
+        ("```python\ndef kernel(x):\n    return", "length", "truncated"),
+        ("```python\ndef helper():\n    pass\n```", "stop", "no_code"),
+    ]:
+        with pytest.raises(NoCode) as caught:
+            extract_code(text, finish, PARENT)
+        assert caught.value.reason == reason, text
+
+
+def test_lessons_are_titled() -> None:
+    lesson = parse_lesson("Here:\n**Fuse the two loops**\n\nBecause.\n")
+    assert (lesson.title, lesson.empty) == ("Fuse the two loops", False)
+    assert parse_lesson("**No optimization found**").empty
+    assert parse_lesson("# Plain heading\nbody").title == "Plain heading"
+
+
+def test_prompts_refuse_to_go_out_half_filled() -> None:
+    prompts = Prompts("nki")
+    messages = prompts.messages("executor", reference="R", kernel="K", plan="P")
+    assert "legacy `neuronxcc.nki`" in messages[0]["content"]
+    assert "Plan:\nP" in messages[1]["content"]
+    with pytest.raises(PromptError, match="missing values"):
+        prompts.render("executor.user", reference="R", kernel="K")
+    with pytest.raises(PromptError, match="no place for"):
+        prompts.render("executor.user", reference="R", kernel="K", plan="P", extra="x")
+    with pytest.raises(PromptError, match="no prompts for dialect"):
+        Prompts("cuda")
+    planner = prompts.render("planner.system", experiences="")
+    assert "mm_arithmetic_intensity" in planner  # the glossary of the profile counters
+    assert "PSUM" in planner  # the NKI facts
+
+
+def test_tunables_change_one_constant_at_a_time() -> None:
+    source = "TILE = 512\nDEPTH = 2\n\ndef kernel(x):\n    return x\n"
+    found = variants(source, {"TILE": [256, 512, 1024], "DEPTH": [2], "ABSENT": [1]})
+    assert [(name, value) for name, value, _ in found] == [("TILE", 256), ("TILE", 1024)]
+    assert found[0][2].startswith("TILE = 256\nDEPTH = 2\n")
+
+
+def test_llm_settings_per_role(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(__import__("os").environ):
+        if name.startswith("ACCELOPT_"):
+            monkeypatch.delenv(name)
+    with pytest.raises(SettingsError, match="ACCELOPT_PLANNER_MODEL"):
+        Settings().llm_config()
+    monkeypatch.setenv("ACCELOPT_PLANNER_MODEL", "gpt-oss-120b")
+    monkeypatch.setenv("ACCELOPT_EXECUTOR_MODEL", "qwen3-coder")
+    monkeypatch.setenv("ACCELOPT_LLM_BASE_URL", "http://vllm:8000/v1")
+    monkeypatch.setenv(
+        "ACCELOPT_LLM_ROLES",
+        '{"executor": {"base_url": "http://coder:8000/v1", "temperature": 1.0}}',
+    )
+    config = Settings().llm_config()
+    assert config.roles["planner"].model == config.roles["summarizer"].model == "gpt-oss-120b"
+    assert config.roles["fixer"].model == "qwen3-coder"
+    assert config.roles["executor"].base_url == "http://coder:8000/v1"
+    assert config.roles["executor"].temperature == 1.0
+    assert config.roles["planner"].base_url == "http://vllm:8000/v1"
+    monkeypatch.setenv("ACCELOPT_LLM_ROLES", '{"coder": {}}')
+    with pytest.raises(SettingsError, match="unknown roles"):
+        Settings().llm_config()
+    monkeypatch.setenv("ACCELOPT_LLM_ROLES", '{"planner": {"colour": "red"}}')
+    with pytest.raises(SettingsError, match="unknown keys"):
+        Settings().llm_config()
