@@ -86,11 +86,6 @@ class SearchConfig(_Frozen):
     """P: iterations without a gain above `min_gain` before the search stops."""
     min_gain: float = Field(default=1.01, ge=1)
     """The noise: a latency must improve by this factor to count (and to be promoted)."""
-    shapes: str = "small"
-    seeds: tuple[int, ...] | None = None
-    """Correctness seeds (default: the task's)."""
 
     def as_event_settings(self) -> dict[str, int | float | str]:
-        values = self.model_dump()
-        values["seeds"] = ",".join(map(str, self.seeds)) if self.seeds else "task"
-        return values
+        return self.model_dump()

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Iterator
+from importlib.metadata import version
 from typing import Any, TypeVar
 
 from events.base import Event
 from events.codec import decode, encode
-from nkibench.backend import package_version
 from store.base import EventStore
 
 __all__ = ["Recorder"]
@@ -23,7 +23,7 @@ class Recorder:
         self.store = store
         self.metadata: dict[str, Any] = {
             "host": platform.node(),
-            "code_version": package_version("accelopt"),
+            "code_version": version("accelopt"),
         }
         if correlation_id:
             self.metadata["correlation_id"] = correlation_id

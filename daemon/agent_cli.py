@@ -15,8 +15,9 @@ from agents.ledger import Ledger
 from agents.llm import LLMClient
 from agents.memory import MemoryProjection
 from agents.recorder import Recorder
-from agents.search import LocalProfiler, Search
+from agents.search import Search
 from daemon.context import app_context
+from daemon.profiling import LocalProfiler
 from daemon.render import emit_json, print_table
 from daemon.revisions import record_revision
 from nkibench.backend import NkisimBackend
@@ -92,7 +93,7 @@ def _backend_factory(backend: str, target: str | None, core: int) -> tuple[Any, 
     default=None,
     help="Trainium generation [nkisim: trn1; neuron: this instance's].",
 )
-@click.option("--shapes", default=DEFAULTS.shapes, show_default=True)
+@click.option("--shapes", default="small", show_default=True)
 @click.option(
     "--core",
     type=click.IntRange(min=0),
@@ -137,7 +138,6 @@ def optimize_command(
         samples=samples,
         fixer_attempts=fixer_attempts,
         plateau=plateau,
-        shapes=shapes,
     )
     profiler: Any = LocalProfiler(make_backend, target=resolved_target, shapes=shapes)
     say = (lambda message: click.echo(message, err=True)) if not as_json else None

@@ -305,3 +305,79 @@ def test_optimize_without_a_model_says_which_setting_is_missing(
     run = invoke(capsys, "--db", f"sqlite:///{tmp_path / 'a.db'}", "optimize", str(SUITE / "silu"))
     assert run.code in (2, 3)
     assert "ACCELOPT_PLANNER_MODEL" in run.err or "no database" in run.err
+
+
+def _tunable_silu(folder: Path) -> Path:
+    """silu with its tile width as a module-level tunable, COLS."""
+    task = folder / "silu"
+    task.mkdir()
+    (task / "reference.py").write_text((SUITE / "silu" / "reference.py").read_text())
+    kernel = (SUITE / "silu" / "kernel.py").read_text()
+    kernel = kernel.replace("    cols = 1024\n", "    cols = COLS\n")
+    kernel = kernel.replace("@nki.jit", "COLS = 1024\n\n\n@nki.jit")
+    (task / "kernel.py").write_text(kernel)
+    toml = (SUITE / "silu" / "task.toml").read_text()
+    (task / "task.toml").write_text(toml + "\n[tunables]\nCOLS = [512, 1024, 2048]\n")
+    return task
+
+
+def test_the_fixer_tunables_and_a_plateau(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def script(request: Any) -> Any:
+        if request.model == "executor-model":  # every implementation is wrong...
+            return agent_script.Reply(agent_script.fenced(agent_script.WRONG))
+        if request.model == "fixer-model":  # ...and the fixer mends it
+            assert "incorrect" in request.user
+            return agent_script.Reply(agent_script.fenced(agent_script.FAST))
+        return agent_script.answer(request)
+
+    task = _tunable_silu(tmp_path)
+    db = f"sqlite:///{tmp_path / 'fixer.db'}"
+    with running_llm(script) as llm:
+        llm_environment(monkeypatch, llm, db)
+        monkeypatch.setenv("ACCELOPT_FIXER_MODEL", "fixer-model")
+        assert invoke(capsys, "db", "upgrade").code == 0
+        run = invoke(
+            capsys,
+            "optimize",
+            str(task),
+            "--iterations",
+            "5",
+            "--beam",
+            "2",
+            "--plans",
+            "1",
+            "--samples",
+            "1",
+            "--fixer-attempts",
+            "1",
+            "--plateau",
+            "1",
+            "--json",
+        )
+        assert run.code == 0, run.err
+        fixer_calls = [r for r in llm.requests if r.model == "fixer-model"]
+    outcome = run.json()
+    generated = {c.candidate_id: c for c in events_of(db, CandidateGenerated)}
+    fixed = [c for c in generated.values() if c.origin == "fixer"]
+    assert len(fixed) == 1
+    assert len(fixer_calls) == 1  # the second wrong kernel is a duplicate: not profiled, not fixed
+    assert outcome["promoted_candidate"] == fixed[0].candidate_id
+    wrong = fixed[0].parent_candidate_id
+    assert wrong is not None
+    assert generated[wrong].origin == "baseline"  # the repair belongs to the plan's branch
+    tuned = [c for c in generated.values() if c.origin == "tunable"]
+    assert sorted(_text(db, c.source_blob).count("COLS = 512") for c in tuned) == [0, 1]
+    assert all(c.llm_call_id is None for c in tuned)
+    tuned_profiles = [
+        p
+        for p in events_of(db, ProfileRecorded)
+        if p.candidate_id in {c.candidate_id for c in tuned}
+    ]
+    assert len(tuned_profiles) == 2
+    assert all(p.correct for p in tuned_profiles)
+    # iteration 2 finds nothing new: with a plateau of 1 the search stops there
+    finished = events_of(db, SearchFinished)[0]
+    assert (finished.reason, finished.iterations) == ("plateau", 2)
+    assert outcome["reason"] == "plateau"

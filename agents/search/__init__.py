@@ -1,6 +1,6 @@
 """The beam search of AccelOpt, recorded step by step (see loop.py)."""
 
 from agents.search.loop import Search, SearchOutcome
-from agents.search.profiling import LocalProfiler, Profiler
+from agents.search.profiling import Profiler
 
-__all__ = ["LocalProfiler", "Profiler", "Search", "SearchOutcome"]
+__all__ = ["Profiler", "Search", "SearchOutcome"]

@@ -15,7 +15,6 @@ incumbent promoted once re-verified.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -820,7 +819,4 @@ class Search:
 
 def _recorded_config(settings: dict[str, Any], current: SearchConfig) -> SearchConfig:
     """The configuration a resumed search started with (it does not change midway)."""
-    values = dict(settings)
-    seeds = values.pop("seeds", "task")
-    values["seeds"] = None if seeds == "task" else tuple(json.loads(f"[{seeds}]"))
-    return current.model_validate(values)
+    return current.model_validate(settings)

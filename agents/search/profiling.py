@@ -1,19 +1,15 @@
-"""Profiling candidates through the nkibench backends, and the event that records it."""
+"""What the search needs from profiling (a `Profiler`: the daemon provides one that runs the
+nkibench backends), and the event that records a profile."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
 from events.catalog import ProfilePurpose, ProfileRecorded
-from nkibench.backend import Backend, NkisimBackend
-from nkibench.harness import profile_kernel
 from nkibench.result import KernelResult
 from nkibench.task import TaskSpec
 
-__all__ = ["LocalProfiler", "Profiler", "profile_event"]
+__all__ = ["Profiler", "profile_event"]
 
 
 class Profiler(Protocol):
@@ -22,32 +18,6 @@ class Profiler(Protocol):
     shapes: str
 
     def profile(self, task: TaskSpec, source: str) -> KernelResult: ...
-
-
-@dataclass
-class LocalProfiler:
-    """Profiles on this host, one kernel at a time, in the backend's sandboxed children."""
-
-    make_backend: Callable[[], Backend] = NkisimBackend
-    target: str = "trn1"
-    shapes: str = "small"
-    seeds: tuple[int, ...] | None = None
-    workdir: Path | None = None
-
-    @property
-    def backend_name(self) -> str:
-        return self.make_backend().name
-
-    def profile(self, task: TaskSpec, source: str) -> KernelResult:
-        return profile_kernel(
-            task,
-            backend=self.make_backend(),
-            kernel_source=source,
-            shapes=self.shapes,
-            seeds=self.seeds,
-            target=self.target,
-            workdir=self.workdir,
-        )
 
 
 def profile_event(
@@ -69,7 +39,7 @@ def profile_event(
         backend=result.backend,
         target=result.target,
         compiled=result.compiled,
-        correct=result.correct and result.latency_ms is not None,
+        correct=result.correct,
         error_kind=result.error_kind,
         error_message=result.message or None,
         latency_ms=result.latency_ms,
