@@ -194,25 +194,23 @@ class LLMClient:
                 **parameters,
             )
         except openai.APIStatusError as e:
-            message = f"HTTP {e.status_code}: {_short(e.message)}"
-            record(
-                response_blob=None,
-                prompt_tokens=0,
-                completion_tokens=0,
-                cost_usd=0.0,
-                error=message,
+            failed: _Attempt | None = _Attempt(
+                f"HTTP {e.status_code}: {_short(e.message)}",
+                retry=e.status_code in RETRYABLE_STATUS,
             )
-            raise _Attempt(message, retry=e.status_code in RETRYABLE_STATUS) from None
         except (openai.APITimeoutError, openai.APIConnectionError) as e:
-            message = f"{type(e).__name__}: {_short(str(e))}"
+            failed = _Attempt(f"{type(e).__name__}: {_short(str(e))}", retry=True)
+        else:
+            failed = None
+        if failed is not None:
             record(
                 response_blob=None,
                 prompt_tokens=0,
                 completion_tokens=0,
                 cost_usd=0.0,
-                error=message,
+                error=failed.message,
             )
-            raise _Attempt(message, retry=True) from None
+            raise failed
         choice = response.choices[0] if response.choices else None
         text = (choice.message.content or "") if choice else ""
         finish = str(choice.finish_reason) if choice else "no_choice"

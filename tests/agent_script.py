@@ -7,13 +7,25 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from nkibench.benchmark import SUITE
 from tests.llm_server import Reply, Request
 
 KERNELS = Path(__file__).with_name("agent_kernels")
+BASELINE = (SUITE / "silu" / "kernel.py").read_text()
 FAST = (KERNELS / "silu_fast.py").read_text()
-WRONG = (KERNELS / "silu_wrong.py").read_text()
-SLOW = (KERNELS / "silu_slow.py").read_text()
-HANG = (KERNELS / "silu_hang.py").read_text()
+
+
+def variant(old: str, new: str) -> str:
+    """The suite's silu kernel with one change."""
+    assert BASELINE.count(old) == 1, old
+    return BASELINE.replace(old, new)
+
+
+WRONG = variant("y = nl.multiply(tile, r)", "y = nl.multiply(tile, e)")  # drops 1 / (1 + e)
+SLOW = variant("cols = 1024", "cols = 128")  # eight times as many transfers
+HANG = variant(
+    "    for i in nl.affine_range", "    while True:\n        pass\n    for i in nl.affine_range"
+)
 
 MODELS = {
     "ACCELOPT_PLANNER_MODEL": "planner-model",

@@ -29,6 +29,7 @@ from tests import agent_script
 from tests.llm_server import ScriptedLLM, running_llm
 
 SEARCH = ["--iterations", "2", "--beam", "2", "--plans", "2", "--samples", "2"]
+ONE_STEP = ["--iterations", "1", "--beam", "1", "--plans", "1", "--samples", "1", "--json"]
 
 
 @dataclass
@@ -110,19 +111,7 @@ def two_tasks(
         run("db", "upgrade")
         silu = run("optimize", str(SUITE / "silu"), *SEARCH, "--fixer-attempts", "0", "--json")
         assert silu.code == 0, silu.err
-        second = run(
-            "optimize",
-            str(SUITE / "rmsnorm_matmul"),
-            "--iterations",
-            "1",
-            "--beam",
-            "1",
-            "--plans",
-            "1",
-            "--samples",
-            "1",
-            "--json",
-        )
+        second = run("optimize", str(SUITE / "rmsnorm_matmul"), *ONE_STEP)
         assert second.code == 0, second.err
         yield TwoTasks(db, llm, silu.json(), second.json(), run)
     monkeypatch.undo()
@@ -280,19 +269,7 @@ def test_a_second_optimize_of_a_finished_search_starts_anew_but_reuses_nothing_r
     two_tasks: TwoTasks,
 ) -> None:
     # the same revision again: a new search (#2), whose calls have new ids
-    again = two_tasks.invoke(
-        "optimize",
-        str(SUITE / "rmsnorm_matmul"),
-        "--iterations",
-        "1",
-        "--beam",
-        "1",
-        "--plans",
-        "1",
-        "--samples",
-        "1",
-        "--json",
-    )
+    again = two_tasks.invoke("optimize", str(SUITE / "rmsnorm_matmul"), *ONE_STEP)
     assert again.code == 0, again.err
     assert again.json()["search_id"].endswith("#2")
     assert again.json()["llm_calls"] >= 1
