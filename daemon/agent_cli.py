@@ -24,6 +24,8 @@ from nkibench.backend import NkisimBackend
 from nkibench.cost.tables import GENERATIONS
 from nkibench.neuron import NeuronBackend
 from nkibench.task import load_task
+from store.engine import make_engine
+from store.migrate import upgrade
 from store.projections.runner import replay
 
 __all__ = ["memory_group", "optimize_command"]
@@ -123,14 +125,20 @@ def optimize_command(
     stopped when started again. Exit 0 when the search ran, 1 when the task's own kernel
     fails, 2 for a bad task or settings."""
     app = app_context(ctx)
+    settings = app.settings
+    llm_config = settings.llm_config()  # settings errors before anything is recorded
     task = load_task(task_dir)
     task.overrides(shapes)
+    make_backend, resolved_target = _backend_factory(backend, target, core)
+    engine = make_engine(app.database_url)
+    try:
+        upgrade(engine)  # as the daemon does at start: a fresh machine needs no `db upgrade`
+    finally:
+        engine.dispose()
     store = app.open_store(ctx)
     recorder = Recorder(store)
     record_revision(recorder, task)
-    settings = app.settings
-    llm = LLMClient(settings.llm_config(), recorder, Ledger.from_store(store), settings.budget())
-    make_backend, resolved_target = _backend_factory(backend, target, core)
+    llm = LLMClient(llm_config, recorder, Ledger.from_store(store), settings.budget())
     config = SearchConfig(
         iterations=iterations,
         beam=beam,
