@@ -14,11 +14,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# The main job. Until the daemon lands (issue 6) that is: bring the database to the current
-# schema and show the library.
+# The main job: the daemon in the foreground on the example kernel directory (SQLite under
+# ~/.local/state/accelopt, nkisim). Without ACCELOPT_LLM_BASE_URL it profiles the baselines and
+# sweeps the tunables, and says that the agents are idle. Ctrl-C stops it cleanly.
 run: $(STAMP)
-	$(BIN)/accelopt db upgrade
-	$(BIN)/accelopt status
+	$(BIN)/accelopt daemon --watch examples/kernels
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -95,7 +95,12 @@ def _backend_factory(backend: str, target: str | None, core: int) -> tuple[Any, 
     default=None,
     help="Trainium generation [nkisim: trn1; neuron: this instance's].",
 )
-@click.option("--shapes", default="small", show_default=True)
+@click.option(
+    "--shapes",
+    default="full",
+    show_default=True,
+    help="The shape set to profile at (full: the reference's own constants).",
+)
 @click.option(
     "--core",
     type=click.IntRange(min=0),
@@ -149,7 +154,9 @@ def optimize_command(
     )
     profiler: Any = LocalProfiler(make_backend, target=resolved_target, shapes=shapes)
     say = (lambda message: click.echo(message, err=True)) if not as_json else None
-    outcome = Search(task=task, llm=llm, profiler=profiler, config=config, log=say).run()
+    outcome = Search(
+        task=task, recorder=recorder, llm=llm, profiler=profiler, config=config, log=say
+    ).run()
     if as_json:
         emit_json(outcome.to_json())
     else:

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from daemon.agent_cli import memory_group, optimize_command
 from daemon.context import AppContext, app_context
+from daemon.daemon_cli import bench_daemon, daemon_command, export_command
 from daemon.kernel_cli import (
     bench_cost_model,
     bench_nkibench,
@@ -275,7 +276,10 @@ cli.add_command(import_nkibench_command)
 bench.add_command(bench_nkisim)
 bench.add_command(bench_nkibench)
 bench.add_command(bench_cost_model)
+bench.add_command(bench_daemon)
 cli.add_command(optimize_command)
+cli.add_command(daemon_command)
+cli.add_command(export_command)
 cli.add_command(memory_group)
 
 

@@ -28,7 +28,7 @@ class LocalProfiler:
     def backend_name(self) -> str:
         return self.make_backend().name
 
-    def profile(self, task: TaskSpec, source: str) -> KernelResult:
+    def profile(self, task: TaskSpec, source: str, *, job_id: str) -> KernelResult:
         return profile_kernel(
             task,
             backend=self.make_backend(),

@@ -34,7 +34,9 @@ class Settings(BaseSettings):
     )
 
     # --- the LLM endpoints: one OpenAI-compatible API shared by the roles, unless overridden
-    llm_base_url: str = "http://127.0.0.1:8000/v1"
+    llm_base_url: str | None = None
+    """The OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1 for a local vLLM); without
+    one the daemon profiles and sweeps tunables, and the agents stay idle."""
     llm_api_key: SecretStr = SecretStr("EMPTY")
     planner_model: str | None = None
     executor_model: str | None = None
@@ -89,7 +91,17 @@ class Settings(BaseSettings):
             "fixer": self.fixer_model or executor,
         }
 
+    @property
+    def agents_enabled(self) -> bool:
+        return self.llm_base_url is not None
+
     def llm_config(self) -> LLMConfig:
+        if self.llm_base_url is None:
+            raise SettingsError(
+                "no LLM endpoint: set ACCELOPT_LLM_BASE_URL (an OpenAI-compatible API, such as "
+                "http://127.0.0.1:8000/v1 for vLLM) and ACCELOPT_PLANNER_MODEL"
+            )
+        base_url = self.llm_base_url
         unknown_roles = set(self.llm_roles) - set(ROLES)
         if unknown_roles:
             raise SettingsError(
@@ -108,7 +120,7 @@ class Settings(BaseSettings):
             roles[role] = RoleConfig(
                 **{
                     "model": model,
-                    "base_url": self.llm_base_url,
+                    "base_url": base_url,
                     "api_key": self.llm_api_key,
                     "temperature": self.llm_temperature,
                     "max_tokens": self.llm_max_tokens,

@@ -26,7 +26,7 @@ from nkibench.kernel_runner import run_kernel_phase
 from nkibench.neuron.child import neuron_kernel_phase, neuron_measure_phase
 from nkibench.nkisim.dtypes import as_dtype
 from nkibench.reference_module import load_reference
-from nkibench.sandbox import apply_limits
+from nkibench.sandbox import apply_limits, die_with_parent
 
 __all__ = ["main"]
 
@@ -189,6 +189,7 @@ PHASES = {
 
 
 def main() -> None:
+    die_with_parent()
     request = json.loads(sys.stdin.buffer.read())
     apply_limits(request["limits"])  # before anything of the task or the kernel runs
     result_path = Path(request["result_path"])

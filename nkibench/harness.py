@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import signal
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +38,9 @@ def _child(
     request: dict[str, Any],
     workdir: Path,
     limits: Limits,
+    *,
     environment: dict[str, str] | None = None,
+    cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
     """Run one phase; a child that died without a result becomes a typed failure."""
     result_path = workdir / f"{kind}.result.json"
@@ -47,6 +50,7 @@ def _child(
         workdir=workdir / kind,
         limits=limits,
         environment=environment,
+        cancel=cancel,
     )
     if result_path.exists():
         result: dict[str, Any] = json.loads(result_path.read_text())
@@ -94,6 +98,7 @@ class Session:
     result: KernelResult
     backend: Backend
     order_check: bool
+    cancel: threading.Event | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
     """Per seed: the inputs and expected outputs the reference phase saved."""
 
@@ -109,7 +114,9 @@ class Session:
 
     def child(self, kind: str, request: dict[str, Any]) -> dict[str, Any]:
         environment = self.backend.environment() if kind in KERNEL_PHASES else None
-        return _child(kind, request, self.root, self.limits, environment)
+        return _child(
+            kind, request, self.root, self.limits, environment=environment, cancel=self.cancel
+        )
 
     def kernel_request(self, manifest: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -224,6 +231,7 @@ def _evaluate(
     workdir: Path | None,
     threads: int,
     limits: Limits | None,
+    cancel: threading.Event | None = None,
 ) -> KernelResult:
     started = time.monotonic()
     source = task.kernel_source if kernel_source is None else kernel_source
@@ -248,6 +256,7 @@ def _evaluate(
                 result,
                 backend,
                 order_check,
+                cancel,
             )
             reference = session.reference(count_work=profile and not task.roofline)
             manifest = session.manifest = reference["seeds"]
@@ -306,9 +315,11 @@ def profile_kernel(
     workdir: Path | None = None,
     threads: int = 1,
     limits: Limits | None = None,
+    cancel: threading.Event | None = None,
 ) -> KernelResult:
     """Check the kernel, then time it on `backend` (default nkisim: an estimated latency)
-    and put the latency against the task's roofline (% of peak)."""
+    and put the latency against the task's roofline (% of peak). Raises Cancelled when
+    `cancel` is set while a child runs."""
     return _evaluate(
         task,
         backend or NkisimBackend(),
@@ -321,4 +332,5 @@ def profile_kernel(
         workdir=workdir,
         threads=threads,
         limits=limits,
+        cancel=cancel,
     )

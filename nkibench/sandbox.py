@@ -10,19 +10,29 @@ timeout passes.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ChildOutcome", "Limits", "apply_limits", "child_environment", "run_child"]
+__all__ = [
+    "Cancelled",
+    "ChildOutcome",
+    "Limits",
+    "apply_limits",
+    "child_environment",
+    "die_with_parent",
+    "run_child",
+]
 
 STREAM_TAIL = 4000
 
@@ -80,6 +90,22 @@ def child_environment(
     }
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Linux: the child is SIGKILLed when the thread that started it dies (a daemon killed
+    with SIGKILL must not leave kernels running). Elsewhere, and if the parent is already
+    gone, nothing to arrange."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the prctl took effect
+        os._exit(1)
+
+
 def apply_limits(limits: dict[str, Any]) -> None:
     """Called by the child on itself, first thing (never a preexec_fn: the parent has threads)."""
     cpu = limits.get("cpu_s") or int(limits["timeout_s"] * (os.cpu_count() or 1)) + 10
@@ -94,6 +120,34 @@ def apply_limits(limits: dict[str, Any]) -> None:
         settings.append((resource.RLIMIT_AS, int(limits["memory_mb"]) * 1024 * 1024))
     for which, value in settings:
         resource.setrlimit(which, (value, value))
+
+
+class Cancelled(Exception):
+    """A child stopped because its parent is shutting down; its work is to be redone."""
+
+
+CANCEL_POLL_S = 0.2
+TERMINATE_GRACE_S = 3.0
+
+
+def _wait(
+    process: subprocess.Popen[bytes], deadline: float, cancel: threading.Event | None
+) -> tuple[bool, bool]:
+    """(timed out, cancelled): wait for the child until the deadline or a cancel."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True, False
+        try:
+            process.wait(timeout=min(left, CANCEL_POLL_S) if cancel is not None else left)
+            return False, False
+        except subprocess.TimeoutExpired:
+            if cancel is not None and cancel.is_set():
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=TERMINATE_GRACE_S)
+                return False, True
 
 
 def _tail(path: Path) -> str:
@@ -114,11 +168,14 @@ def run_child(
     workdir: Path,
     limits: Limits,
     environment: Mapping[str, str] | None = None,
+    cancel: threading.Event | None = None,
 ) -> ChildOutcome:
     """Run `python -m module` in the sandbox with `request` on stdin; wait at most the timeout.
 
-    On timeout the child's whole process group gets SIGKILL. Stdout and stderr go to files
-    in `workdir` (bounded by the file-size limit), and their tails come back.
+    On timeout the child's whole process group gets SIGKILL. When `cancel` is set (the
+    daemon drains), the group gets SIGTERM, then SIGKILL after a grace period, and Cancelled
+    is raised: the work was not done and nothing about it may be recorded. Stdout and stderr
+    go to files in `workdir` (bounded by the file-size limit), and their tails come back.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     stdout_path, stderr_path = workdir / "stdout.txt", workdir / "stderr.txt"
@@ -137,7 +194,7 @@ def run_child(
             close_fds=True,
             process_group=0,
         )
-        timed_out = False
+        timed_out = cancelled = False
         try:
             assert process.stdin is not None
             try:
@@ -145,14 +202,14 @@ def run_child(
                 process.stdin.close()
             except BrokenPipeError:
                 pass  # the child died at start; its outcome says why
-            process.wait(timeout=limits.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            timed_out, cancelled = _wait(process, started + limits.timeout_s, cancel)
         finally:
             # The group goes in every case: a kernel's stray children die with it.
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+    if cancelled:
+        raise Cancelled(f"{module} was stopped: the process is shutting down")
     return ChildOutcome(
         returncode=process.returncode,
         timed_out=timed_out,

@@ -16,6 +16,7 @@ __all__ = [
     "NOTIFY_CHANNEL",
     "blobs",
     "events",
+    "jobs",
     "metadata",
     "projection_checkpoints",
     "projection_snapshots",
@@ -100,3 +101,23 @@ projection_snapshots = sa.Table(
     sa.Column("created_at", UTCDateTime, nullable=False),
 )
 """A cache of states at past positions; never the truth, dropped when code_version changes."""
+
+jobs = sa.Table(
+    "jobs",
+    metadata,
+    sa.Column("job_id", sa.String(255), primary_key=True),
+    sa.Column("task", sa.String(255), nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("payload", JSONDocument, nullable=False),
+    sa.Column("priority", sa.Float, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("worker", sa.String(128), nullable=True),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("result", JSONDocument, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.Index("ix_jobs_state_priority", "state", "priority", "created_at"),
+)
+"""Work waiting for a device (profiles): a queue, mutable, not part of the log. A job's
+result is recorded as an event by whoever asked for it; the row only carries it across a
+restart, so that finished work is never done again."""

@@ -28,8 +28,20 @@ from store.sql import SqlEventStore
 from tests import agent_script
 from tests.llm_server import ScriptedLLM, running_llm
 
-SEARCH = ["--iterations", "2", "--beam", "2", "--plans", "2", "--samples", "2"]
-ONE_STEP = ["--iterations", "1", "--beam", "1", "--plans", "1", "--samples", "1", "--json"]
+SEARCH = ["--iterations", "2", "--beam", "2", "--plans", "2", "--samples", "2", "--shapes", "small"]
+ONE_STEP = [
+    "--iterations",
+    "1",
+    "--beam",
+    "1",
+    "--plans",
+    "1",
+    "--samples",
+    "1",
+    "--shapes",
+    "small",
+    "--json",
+]
 
 
 @dataclass
@@ -278,6 +290,7 @@ def test_a_second_optimize_of_a_finished_search_starts_anew_but_reuses_nothing_r
 def test_optimize_without_a_model_says_which_setting_is_missing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("ACCELOPT_LLM_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.delenv("ACCELOPT_PLANNER_MODEL", raising=False)
     run = invoke(capsys, "--db", f"sqlite:///{tmp_path / 'a.db'}", "optimize", str(SUITE / "silu"))
     assert run.code == 2
@@ -332,6 +345,8 @@ def test_the_fixer_tunables_and_a_plateau(
             "1",
             "--plateau",
             "1",
+            "--shapes",
+            "small",
             "--json",
         )
         assert run.code == 0, run.err

@@ -174,6 +174,8 @@ def test_faults_are_recorded_and_the_loop_goes_on(tmp_path: Path) -> None:
             "2",
             "--fixer-attempts",
             "0",
+            "--shapes",
+            "small",
             "--json",
         )
         assert run.returncode == 0, run.stderr

@@ -209,11 +209,14 @@ def test_llm_settings_per_role(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(__import__("os").environ):
         if name.startswith("ACCELOPT_"):
             monkeypatch.delenv(name)
+    assert not Settings().agents_enabled
+    with pytest.raises(SettingsError, match="ACCELOPT_LLM_BASE_URL"):
+        Settings().llm_config()
+    monkeypatch.setenv("ACCELOPT_LLM_BASE_URL", "http://vllm:8000/v1")
     with pytest.raises(SettingsError, match="ACCELOPT_PLANNER_MODEL"):
         Settings().llm_config()
     monkeypatch.setenv("ACCELOPT_PLANNER_MODEL", "gpt-oss-120b")
     monkeypatch.setenv("ACCELOPT_EXECUTOR_MODEL", "qwen3-coder")
-    monkeypatch.setenv("ACCELOPT_LLM_BASE_URL", "http://vllm:8000/v1")
     monkeypatch.setenv(
         "ACCELOPT_LLM_ROLES",
         '{"executor": {"base_url": "http://coder:8000/v1", "temperature": 1.0}}',

@@ -1,6 +1,6 @@
 """The beam search of AccelOpt, recorded step by step (see loop.py)."""
 
-from agents.search.loop import Search, SearchOutcome
+from agents.search.loop import IDLE, Interrupted, Search, SearchOutcome
 from agents.search.profiling import Profiler
 
-__all__ = ["Profiler", "Search", "SearchOutcome"]
+__all__ = ["IDLE", "Interrupted", "Profiler", "Search", "SearchOutcome"]

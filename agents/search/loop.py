@@ -64,7 +64,7 @@ from events.projection import fold
 from nkibench.operators import operators as task_operators
 from nkibench.task import TaskSpec
 
-__all__ = ["Search", "SearchOutcome"]
+__all__ = ["IDLE", "Interrupted", "Search", "SearchOutcome"]
 
 T = TypeVar("T")
 FIXABLE = frozenset({"compile", "runtime", "constraint", "unsupported", "incorrect", "rejected"})
@@ -142,6 +142,17 @@ class _Kernel:
         return Measured(self.event.candidate_id, p.latency_ms)
 
 
+IDLE = (
+    "no LLM endpoint: the baseline is profiled and the tunables swept; the agents are idle "
+    "until ACCELOPT_LLM_BASE_URL and ACCELOPT_PLANNER_MODEL are set"
+)
+
+
+class Interrupted(Exception):
+    """The search was asked to stop (a daemon draining); nothing more is recorded, and the
+    next run resumes it."""
+
+
 class _Stop(Exception):
     def __init__(self, reason: SearchEnd, detail: str) -> None:
         super().__init__(detail)
@@ -153,17 +164,21 @@ class Search:
         self,
         *,
         task: TaskSpec,
-        llm: LLMClient,
+        recorder: Recorder,
+        llm: LLMClient | None,
         profiler: Profiler,
         config: SearchConfig,
         prompts: Prompts | None = None,
         memory_capacity: int = 16,
         log: Callable[[str], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> None:
+        """`llm=None` runs the search without agents: the baseline and the tunables only."""
         self.task = task
-        self.llm = llm
-        self.recorder: Recorder = llm.recorder
-        self.store = self.recorder.store
+        self._llm = llm
+        self.recorder = recorder
+        self.store = recorder.store
+        self.should_stop = should_stop or (lambda: False)
         self.profiler = profiler
         self.config = config
         self.prompts = prompts or Prompts("nki")
@@ -187,8 +202,18 @@ class Search:
     def _source(self, candidate: str) -> str:
         return self.recorder.text(self.index.candidates[candidate].source_blob)
 
+    @property
+    def llm(self) -> LLMClient:
+        assert self._llm is not None, "an LLM step in a search without agents"
+        return self._llm
+
+    def _check_stop(self) -> None:
+        if self.should_stop():
+            raise Interrupted(f"{self.search_id} stopped; it resumes at the next start")
+
     def _parallel(self, work: Sequence[Callable[[], T]]) -> list[T | Exception]:
         """Run LLM steps concurrently; results (or their exceptions) in the given order."""
+        self._check_stop()
         if not work:
             return []
         width = min(len(work), self.llm.config.max_concurrency)
@@ -238,8 +263,9 @@ class Search:
         if recorded:
             profile = recorded[-1]
         else:
+            self._check_stop()
             source = self._source(candidate)
-            result = self.profiler.profile(self.task, source)
+            result = self.profiler.profile(self.task, source, job_id=job_id)
             profile = profile_event(
                 result,
                 job_id=job_id,
@@ -696,17 +722,21 @@ class Search:
         incumbent = baseline.measured
         history = [incumbent.latency_ms]
         for iteration in range(1, self.config.iterations + 1):
+            self._check_stop()
             if iteration not in self.index.beams:
-                planned = self._plans(iteration, beam)
+                planned = self._plans(iteration, beam) if self._llm is not None else []
                 tuned = self._tunables(iteration, self._kernel(incumbent.candidate_id))
                 implemented = self._implement(iteration, planned)
                 self._measure(iteration, tuned + implemented)
+            if self._llm is None and not self.index.of_iteration(iteration):
+                return "completed", IDLE, iteration - 1
             selected = self._select(iteration, beam, incumbent)
             beam = [self._kernel(entry.candidate_id) for entry in selected.selected]
             incumbent = next(
                 m for k in beam if (m := k.measured) and (m.candidate_id == selected.incumbent_id)
             )
-            self._lessons(iteration)
+            if self._llm is not None:
+                self._lessons(iteration)
             self._promote(incumbent, baseline)
             history.append(incumbent.latency_ms)
             self.say(
@@ -725,8 +755,16 @@ class Search:
         return "completed", f"all {self.config.iterations} iterations", self.config.iterations
 
     def _finish(self, reason: SearchEnd, detail: str, iterations: int) -> None:
-        best = self.index.beams[max(self.index.beams)] if self.index.beams else None
-        entry = best.selected[0] if best else None
+        best: tuple[str, float, LatencyKind | None] | None = None
+        if self.index.beams:
+            entry = self.index.beams[max(self.index.beams)].selected[0]
+            best = (entry.candidate_id, entry.latency_ms, entry.latency_kind)
+        else:  # no iteration completed: the best is the baseline, if it ran
+            baseline = candidate_id(self.search_id, "baseline")
+            if baseline in self.index.candidates:
+                kernel = self._kernel(baseline)
+                if kernel.measured is not None and kernel.profile is not None:
+                    best = (baseline, kernel.measured.latency_ms, kernel.profile.latency_kind)
         self._record(
             SearchFinished(
                 task=self.task.name,
@@ -734,9 +772,9 @@ class Search:
                 reason=reason,
                 detail=detail,
                 iterations=iterations,
-                best_candidate_id=entry.candidate_id if entry else None,
-                best_latency_ms=entry.latency_ms if entry else None,
-                latency_kind=entry.latency_kind if entry else None,
+                best_candidate_id=best[0] if best else None,
+                best_latency_ms=best[1] if best else None,
+                latency_kind=best[2] if best else None,
             ),
             key="finished",
         )
@@ -754,7 +792,11 @@ class Search:
                     target=self.profiler.target,
                     shapes=self.profiler.shapes,
                     settings=self.config.as_event_settings(),
-                    models={role: c.model for role, c in self.llm.config.roles.items()},
+                    models=(
+                        {role: c.model for role, c in self._llm.config.roles.items()}
+                        if self._llm is not None
+                        else {}
+                    ),
                 ),
                 key="started",
             )

@@ -17,7 +17,9 @@ class Profiler(Protocol):
     target: str
     shapes: str
 
-    def profile(self, task: TaskSpec, source: str) -> KernelResult: ...
+    def profile(self, task: TaskSpec, source: str, *, job_id: str) -> KernelResult:
+        """Check and time `source` on `task`; `job_id` names the work (a queue keys on it)."""
+        ...
 
 
 def profile_event(

@@ -1,0 +1,142 @@
+"""Device workers and the profiler the daemon's searches use.
+
+A worker owns one device (a CPU core for nkisim, a NeuronCore for neuron) and runs one job
+at a time from the queue. A search asks for a profile by submitting a job (its id is the
+profile's job id, so a resumed search finds the job, or its result, again) and waits for it.
+When the daemon drains, a running kernel process gets SIGTERM, then SIGKILL, and its job goes
+back to pending: nothing about it is recorded, and the next start runs it again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from agents.search import Interrupted
+from nkibench.backend import Backend
+from nkibench.errors import TaskError
+from nkibench.harness import profile_kernel
+from nkibench.result import KernelResult
+from nkibench.sandbox import Cancelled
+from nkibench.task import TaskSpec, load_task
+from store.jobs import Job, SqlJobQueue
+
+__all__ = ["QueuedProfiler", "Worker"]
+
+log = structlog.get_logger("accelopt.worker")
+IDLE_WAIT_S = 5.0
+
+
+class Worker(threading.Thread):
+    def __init__(
+        self,
+        name: str,
+        queue: SqlJobQueue,
+        make_backend: Callable[[], Backend],
+        *,
+        workdir: Path,
+        stop: threading.Event,
+    ) -> None:
+        super().__init__(name=name, daemon=True)
+        self.queue = queue
+        self.make_backend = make_backend
+        self.workdir = workdir
+        self.stop = stop
+        self.busy_with: str | None = None
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                job = self.queue.claim(self.name)
+            except Exception:
+                log.exception("claiming a job failed", worker=self.name)
+                self.stop.wait(1.0)
+                continue
+            if job is None:
+                self.queue.idle(IDLE_WAIT_S)  # a submit here wakes it at once
+                continue
+            self.busy_with = job.job_id
+            try:
+                self._execute(job)
+            finally:
+                self.busy_with = None
+
+    def _execute(self, job: Job) -> None:
+        payload: dict[str, Any] = job.payload
+        bound = structlog.contextvars.bound_contextvars(
+            job_id=job.job_id, task=job.task, worker=self.name
+        )
+        with bound:
+            log.info("profiling", attempt=job.attempts)
+            try:
+                result = profile_kernel(
+                    load_task(payload["task_dir"]),
+                    backend=self.make_backend(),
+                    kernel_source=payload["source"],
+                    shapes=payload["shapes"],
+                    seeds=tuple(payload["seeds"]) if payload.get("seeds") else None,
+                    target=payload["target"],
+                    workdir=self.workdir,
+                    cancel=self.stop,
+                )
+            except Cancelled:
+                self.queue.release(job.job_id)
+                log.info("job released: the daemon is stopping")
+                return
+            except TaskError as e:
+                result = KernelResult(
+                    job.task,
+                    payload["backend"],
+                    payload["target"],
+                    payload["shapes"],
+                    error_kind="task",
+                    message=e.message,
+                )
+            self.queue.complete(job.job_id, result.to_json())
+            log.info(
+                "profiled",
+                correct=result.correct,
+                latency_ms=result.latency_ms,
+                latency_kind=result.latency_kind,
+                error_kind=result.error_kind,
+            )
+
+
+@dataclass
+class QueuedProfiler:
+    """The search's profiler in the daemon: a job on the queue, waited for."""
+
+    queue: SqlJobQueue
+    backend_name: str
+    target: str
+    shapes: str
+    priority: Callable[[str], float]
+    should_stop: Callable[[], bool]
+    seeds: tuple[int, ...] | None = None
+
+    def profile(self, task: TaskSpec, source: str, *, job_id: str) -> KernelResult:
+        self.queue.submit(
+            job_id,
+            task=task.name,
+            kind="profile",
+            payload={
+                "task_dir": str(task.path),
+                "source": source,
+                "shapes": self.shapes,
+                "seeds": list(self.seeds) if self.seeds else None,
+                "target": self.target,
+                "backend": self.backend_name,
+            },
+            priority=self.priority(task.name),
+        )
+        while True:
+            job = self.queue.wait(job_id, timeout=1.0)
+            if job is not None and job.result is not None:
+                return KernelResult(**job.result)
+            if self.should_stop():
+                raise Interrupted(f"waiting for {job_id}: the daemon is stopping")

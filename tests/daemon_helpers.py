@@ -1,0 +1,134 @@
+"""Running the real daemon in tests: a child process on a real directory and a real SQLite
+file, signalled like systemd would, with its event log read while it runs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from events.base import Event
+from events.codec import decode
+from store.sql import SqlEventStore
+
+__all__ = ["DaemonProcess", "orphans", "wait_until"]
+
+PROGRAM = [sys.executable, "-c", "from daemon.cli import main; main()"]
+T = TypeVar("T")
+
+
+def wait_until(condition: Callable[[], T], timeout: float, what: str, every: float = 0.2) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(every)
+
+
+def orphans(workdir: Path) -> list[int]:
+    """Processes still running in the daemon's kernel work directory (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd.startswith(str(workdir)):
+            found.append(int(entry.name))
+    return found
+
+
+class DaemonProcess:
+    def __init__(
+        self,
+        root: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.root = root
+        self.home = root / "state"
+        self.watch = root / "kernels"
+        self.watch.mkdir(parents=True, exist_ok=True)
+        self.db = f"sqlite:///{self.home / 'accelopt.db'}"
+        self.args = args
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("ACCELOPT_")},
+            "ACCELOPT_HOME": str(self.home),
+            "ACCELOPT_DB": self.db,
+            **(env or {}),
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = root / "daemon.log"
+        self.starts = 0
+
+    def start(self, *, ready: bool = True) -> None:
+        self.starts += 1
+        offset = len(self.log_text())
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [*PROGRAM, "daemon", "--watch", str(self.watch), *self.args],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        if ready:
+            wait_until(
+                lambda: '"event": "ready"' in self.log_text()[offset:],
+                60,
+                "the daemon to be ready",
+            )
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
+        assert self.process is not None
+        self.process.send_signal(sig)
+        return self.process.wait(timeout=timeout)
+
+    def events(self, kind: type[Event], **where: Any) -> list[Any]:
+        store = SqlEventStore.open(self.db)
+        try:
+            found = []
+            for stored in store.read_all(types=[kind.type_name()]):
+                event = decode(stored).event
+                if all(getattr(event, k) == v for k, v in where.items()):
+                    found.append(event)
+            return found
+        finally:
+            store.close()
+
+    def accelopt(self, *argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*PROGRAM, *argv],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    def drop(self, source: Path, name: str) -> Path:
+        """Copy a task folder in, the way a user does (file by file)."""
+        target = self.watch / name
+        shutil.copytree(source, target)
+        return target
