@@ -106,6 +106,13 @@ def parse_devices(text: str | None, backend: str) -> list[str]:
     help="Hours a plateaued task rests before it is searched again.",
 )
 @click.option(
+    "--reverify-hours",
+    type=click.FloatRange(min=0.0005),
+    default=24.0,
+    show_default=True,
+    help="How often promoted kernels are checked again on fresh inputs.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -128,6 +135,7 @@ def daemon_command(
     samples: int,
     plateau: int,
     rest_h: float,
+    reverify_hours: float,
     log_level: str,
 ) -> None:
     """Watch a kernel directory and keep its kernels getting faster, in the foreground (under
@@ -145,6 +153,7 @@ def daemon_command(
             iterations=iterations, beam=beam, plans=plans, samples=samples, plateau=plateau
         ),
         rest_s=rest_h * 3600,
+        reverify_s=reverify_hours * 3600,
     )
     url = db_url or app.database_url
     if url.startswith("sqlite:///"):

@@ -274,7 +274,7 @@ class Daemon:
     def _reverify(self) -> None:
         """Profile every promoted kernel again on fresh inputs; demote what now fails."""
         epoch = int(time.time() // max(self.options.reverify_s, 1))
-        seeds = tuple(epoch % 100_000 * 10 + i for i in range(3))
+        seeds = tuple(epoch % 100_000 * 10 + i for i in range(REVERIFY_SEEDS))
         for task, promotion in promotions(self.store).items():
             if self.stopping.is_set():
                 return
@@ -457,6 +457,8 @@ class Daemon:
         log.info("stopped", reason=self.reason)
 
 
+REVERIFY_SEEDS = 5
+"""Fresh inputs per re-verification, as many as AccelOpt's correctness seeds."""
 PORTFOLIO_TYPES = frozenset(
     {
         "KernelSourceChanged",

@@ -16,16 +16,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from daemon.notify import Notifier
-from events.catalog import KernelPromoted, SearchFinished
+from events.catalog import KernelDemoted, KernelPromoted, SearchFinished
 from nkibench.benchmark import SUITE
 from tests import agent_script
 from tests.daemon_helpers import DaemonProcess, wait_until
-from tests.llm_server import running_llm
+from tests.llm_server import Reply, Request, running_llm
 
 UNIT = Path(__file__).parents[1] / "deploy" / "systemd" / "accelopt.service"
+KERNELS = Path(__file__).with_name("agent_kernels")
 AGENTS = (
     "--shapes",
     "small",
@@ -196,3 +198,83 @@ def test_the_unit_file_passes_systemd_analyze(tmp_path: Path) -> None:
     )
     assert security.returncode == 0, security.stdout[-2000:]
     assert "Overall exposure level for accelopt.service: 1." in security.stdout
+
+
+IDENTITY_REFERENCE = '''"""The identity, on inputs usually large (x1000 nine times in ten)."""
+
+import numpy as np
+
+M = 256
+N = 512
+
+
+def get_inputs():
+    scale = 1000.0 if np.random.rand() < 0.9 else 1.0
+    return [(np.random.normal(size=(M, N)) * scale).astype(np.float32)]
+
+
+def forward(x):
+    return x.copy()
+'''
+
+
+def _identity_task(folder: Path) -> Path:
+    """A task whose correctness seed happens to draw small inputs."""
+    small = next(seed for seed in range(100) if _draw(seed) >= 0.9)
+    folder.mkdir(parents=True)
+    (folder / "reference.py").write_text(IDENTITY_REFERENCE)
+    (folder / "kernel.py").write_text((KERNELS / "identity_copies.py").read_text())
+    (folder / "task.toml").write_text(f"[correctness]\nseeds = [{small}]\n")
+    return folder
+
+
+def _draw(seed: int) -> float:
+    np.random.seed(seed)
+    return float(np.random.rand())
+
+
+def test_a_promoted_kernel_failing_on_fresh_inputs_is_demoted(tmp_path: Path) -> None:
+    clamped = (KERNELS / "identity_clamped.py").read_text()
+
+    def script(request: Request) -> Reply:
+        if request.model == "planner-model":
+            return Reply("PLAN-CLAMP: one clamp instead of two copies.")
+        if request.model == "executor-model":
+            return Reply(agent_script.fenced(clamped))
+        return Reply("**Clamp instead of copying**\n\nOne VectorE instruction, not two.")
+
+    with running_llm(script) as llm:
+        daemon = DaemonProcess(
+            tmp_path,
+            "--iterations",
+            "1",
+            "--beam",
+            "1",
+            "--plans",
+            "1",
+            "--samples",
+            "1",
+            "--reverify-hours",
+            "0.002",  # every 7.2 s
+            env=llm_env(llm.url),
+        )
+        _identity_task(tmp_path / "staging" / "identity")
+        shutil.copytree(tmp_path / "staging" / "identity", daemon.watch / "identity")
+        daemon.start()
+        try:
+            promoted = wait_until(
+                lambda: daemon.events(KernelPromoted, task="identity"), 120, "a promotion"
+            )
+            kernel_file = daemon.home / "library" / "identity" / "kernel.py"
+            wait_until(kernel_file.exists, 30, "the library file")
+            assert "nisa.tensor_scalar" in kernel_file.read_text()
+            demoted = wait_until(
+                lambda: daemon.events(KernelDemoted, task="identity"), 120, "the demotion"
+            )
+            assert demoted[0].candidate_id == promoted[0].candidate_id
+            assert "re-verification on seeds" in demoted[0].reason
+            assert "incorrect" in demoted[0].reason
+            wait_until(lambda: not kernel_file.exists(), 30, "the library file to go")
+            assert daemon.accelopt("export", "identity").returncode == 1
+        finally:
+            assert daemon.stop() == 0
