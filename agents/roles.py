@@ -40,8 +40,14 @@ class NoCode(ValueError):
         self.reason, self.message = reason, message
 
 
-def extract_code(text: str, finish_reason: str, parent_source: str) -> str:
-    """The first fenced code block, completed with the parent's imports if it has none."""
+def extract_code(
+    text: str,
+    finish_reason: str,
+    parent_source: str,
+    functions: tuple[str, ...] = ("kernel", "optimized_kernel"),
+) -> str:
+    """The first fenced code block, completed with the parent's imports if it has none; it
+    must define one of `functions` (the task's entry points: `kernel`, or Triton's `run`)."""
     match = FENCE.search(text)
     if match is None:
         if finish_reason == "length":
@@ -55,8 +61,8 @@ def extract_code(text: str, finish_reason: str, parent_source: str) -> str:
             + (" (the answer hit the token limit)" if finish_reason == "length" else ""),
         )
     code = match.group(2).strip("\n") + "\n"
-    if not re.search(r"^\s*def kernel\s*\(", code, re.M) and "def optimized_kernel" not in code:
-        raise NoCode("no_code", "the code block defines no function named `kernel`")
+    if not any(re.search(rf"^def {name}\s*\(", code, re.M) for name in functions):
+        raise NoCode("no_code", f"the code block defines no function named `{functions[0]}`")
     if not re.search(r"^(import|from) ", code, re.M):
         header = [
             line for line in parent_source.splitlines() if line.startswith(("import ", "from "))

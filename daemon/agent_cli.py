@@ -16,7 +16,8 @@ from agents.llm import LLMClient
 from agents.memory import MemoryProjection
 from agents.recorder import Recorder
 from agents.search import Search
-from daemon.context import app_context
+from daemon.context import app_context, open_migrated_store
+from daemon.gpu import triton_backend
 from daemon.profiling import LocalProfiler
 from daemon.render import emit_json, print_table
 from daemon.revisions import record_revision
@@ -24,16 +25,23 @@ from nkibench.backend import NkisimBackend
 from nkibench.cost.tables import GENERATIONS
 from nkibench.neuron import NeuronBackend
 from nkibench.task import load_task
-from store.engine import make_engine
-from store.migrate import upgrade
+from nkibench.triton.backend import TritonBackend
 from store.projections.runner import replay
+from store.sql import SqlEventStore
 
 __all__ = ["memory_group", "optimize_command"]
 
 DEFAULTS = SearchConfig()
 
 
-def _backend_factory(backend: str, target: str | None, core: int) -> tuple[Any, str]:
+def _backend_factory(
+    backend: str, target: str | None, core: int, store: SqlEventStore
+) -> tuple[Any, str]:
+    if backend == "triton":
+        gpu = triton_backend(store, str(core), require_gpu=True)
+        return (
+            lambda: TritonBackend(device=gpu.device, host=gpu.host, ceilings=gpu.ceilings)
+        ), gpu.target
     if backend == "neuron":
         probe = NeuronBackend(core=core, target=target)
         return (
@@ -87,7 +95,11 @@ def _backend_factory(backend: str, target: str | None, core: int) -> tuple[Any, 
     help="P: stop after this many iterations without a gain.",
 )
 @click.option(
-    "--backend", type=click.Choice(["nkisim", "neuron"]), default="nkisim", show_default=True
+    "--backend",
+    type=click.Choice(["nkisim", "neuron", "triton"]),
+    default=None,
+    help="nkisim (estimated), neuron (a Trainium device) or triton (an NVIDIA GPU) "
+    "[default: nkisim, or triton for a Triton task].",
 )
 @click.option(
     "--target",
@@ -106,7 +118,7 @@ def _backend_factory(backend: str, target: str | None, core: int) -> tuple[Any, 
     type=click.IntRange(min=0),
     default=0,
     show_default=True,
-    help="neuron: the NeuronCore to profile on.",
+    help="neuron: the NeuronCore to profile on; triton: the GPU (CUDA_VISIBLE_DEVICES).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object at the end.")
 @click.pass_context
@@ -120,7 +132,7 @@ def optimize_command(
     samples: int,
     fixer_attempts: int,
     plateau: int,
-    backend: str,
+    backend: str | None,
     target: str | None,
     shapes: str,
     core: int,
@@ -134,13 +146,9 @@ def optimize_command(
     llm_config = settings.llm_config()  # settings errors before anything is recorded
     task = load_task(task_dir)
     task.overrides(shapes)
-    make_backend, resolved_target = _backend_factory(backend, target, core)
-    engine = make_engine(app.database_url)
-    try:
-        upgrade(engine)  # as the daemon does at start: a fresh machine needs no `db upgrade`
-    finally:
-        engine.dispose()
-    store = app.open_store(ctx)
+    store = open_migrated_store(ctx)
+    backend = backend or ("triton" if task.dialect == "triton" else "nkisim")
+    make_backend, resolved_target = _backend_factory(backend, target, core, store)
     recorder = Recorder(store)
     record_revision(recorder, task)
     llm = LLMClient(llm_config, recorder, Ledger.from_store(store), settings.budget())

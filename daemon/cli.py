@@ -17,6 +17,7 @@ from daemon.context import AppContext, app_context
 from daemon.daemon_cli import bench_daemon, daemon_command, export_command
 from daemon.kernel_cli import (
     bench_cost_model,
+    bench_gpu,
     bench_nkibench,
     bench_nkisim,
     check_command,
@@ -276,6 +277,7 @@ cli.add_command(import_nkibench_command)
 bench.add_command(bench_nkisim)
 bench.add_command(bench_nkibench)
 bench.add_command(bench_cost_model)
+bench.add_command(bench_gpu)
 bench.add_command(bench_daemon)
 cli.add_command(optimize_command)
 cli.add_command(daemon_command)

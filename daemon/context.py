@@ -8,9 +8,11 @@ from dataclasses import dataclass
 import click
 
 from daemon.settings import Settings
+from store.engine import make_engine
+from store.migrate import upgrade
 from store.sql import SqlEventStore
 
-__all__ = ["AppContext", "app_context"]
+__all__ = ["AppContext", "app_context", "open_migrated_store"]
 
 
 @dataclass
@@ -31,3 +33,15 @@ def app_context(ctx: click.Context) -> AppContext:
     app = ctx.find_object(AppContext)
     assert app is not None
     return app
+
+
+def open_migrated_store(ctx: click.Context) -> SqlEventStore:
+    """The command's event store, its database first migrated as the daemon does at start
+    (a fresh machine needs no `db upgrade`)."""
+    app = app_context(ctx)
+    engine = make_engine(app.database_url)
+    try:
+        upgrade(engine)
+    finally:
+        engine.dispose()
+    return app.open_store(ctx)

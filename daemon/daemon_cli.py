@@ -64,12 +64,16 @@ def parse_devices(text: str | None, backend: str) -> list[str]:
     help="The event database (overrides --db before the command and ACCELOPT_DB).",
 )
 @click.option(
-    "--backend", type=click.Choice(["nkisim", "neuron"]), default="nkisim", show_default=True
+    "--backend",
+    type=click.Choice(["nkisim", "neuron", "triton"]),
+    default="nkisim",
+    show_default=True,
+    help="nkisim (estimated), neuron (Trainium, measured), triton (NVIDIA GPUs, measured).",
 )
 @click.option(
     "--devices",
     metavar="N|I,J|I-J",
-    help="nkisim: workers (a count or CPU list); neuron: NeuronCores. Default: one.",
+    help="nkisim: workers (a count or CPU list); neuron: NeuronCores; triton: GPUs. Default: one.",
 )
 @click.option(
     "--target",

@@ -3,12 +3,15 @@ benchmarks. Every latency printed says whether it is measured or estimated."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.table import Table
 
+from daemon.context import open_migrated_store
+from daemon.gpu import triton_backend
 from daemon.render import emit_json, print_table
 from nkibench.backend import Backend, NkisimBackend
 from nkibench.benchmark import (
@@ -19,14 +22,17 @@ from nkibench.benchmark import (
     run_nkisim_benchmark,
 )
 from nkibench.cost.tables import GENERATIONS
+from nkibench.gpu_benchmark import run_gpu_benchmark
 from nkibench.harness import check_kernel, profile_kernel
 from nkibench.importer import import_nkibench
 from nkibench.neuron import NeuronBackend
 from nkibench.result import KernelResult
 from nkibench.task import load_task
+from nkibench.triton.backend import TritonBackend
 
 __all__ = [
     "bench_cost_model",
+    "bench_gpu",
     "bench_nkibench",
     "bench_nkisim",
     "check_command",
@@ -68,11 +74,26 @@ seeds_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 
 
+device_option = click.option(
+    "--device",
+    default="0",
+    show_default=True,
+    help="triton: the GPU to use (CUDA_VISIBLE_DEVICES).",
+)
+
+
 @click.command("check")
 @click.argument("task_dir", type=click.Path(path_type=Path))
-@click.option("--backend", type=click.Choice(["nkisim"]), default="nkisim", show_default=True)
+@click.option(
+    "--backend",
+    type=click.Choice(["nkisim", "triton"]),
+    default=None,
+    help="nkisim for NKI tasks; triton for Triton tasks (the GPU, or Triton's CPU "
+    "interpreter without one) [default: the task's].",
+)
 @click.option("--shapes", default="small", show_default=True, help=SHAPES_HELP)
 @click.option("--target", type=TARGET_CHOICE, default="trn1", show_default=True)
+@device_option
 @seeds_option
 @json_option
 @click.pass_context
@@ -80,15 +101,20 @@ def check_command(
     ctx: click.Context,
     *,
     task_dir: Path,
-    backend: str,
+    backend: str | None,
     shapes: str,
     target: str,
+    device: str,
     seeds_text: str | None,
     as_json: bool,
 ) -> None:
     """Check a task's kernel for correctness. Exit 0 correct, 1 the kernel failed, 2 bad task."""
     task = load_task(task_dir)
-    result = check_kernel(task, shapes=shapes, seeds=_seed_list(seeds_text), target=target)
+    backend = backend or ("triton" if task.dialect == "triton" else "nkisim")
+    runner: Backend = TritonBackend(device=device) if backend == "triton" else NkisimBackend()
+    result = check_kernel(
+        task, backend=runner, shapes=shapes, seeds=_seed_list(seeds_text), target=target
+    )
     if as_json:
         emit_json(result.to_json())
     elif result.correct:
@@ -148,10 +174,10 @@ def _profile_lines(result: KernelResult) -> list[str]:
 @click.argument("task_dir", type=click.Path(path_type=Path))
 @click.option(
     "--backend",
-    type=click.Choice(["nkisim", "neuron"]),
-    default="nkisim",
-    show_default=True,
-    help="nkisim: interpreter + cost model (estimated); neuron: a Trainium device (measured).",
+    type=click.Choice(["nkisim", "neuron", "triton"]),
+    default=None,
+    help="nkisim: interpreter + cost model (estimated); neuron: a Trainium device (measured); "
+    "triton: an NVIDIA GPU (measured) [default: nkisim, or triton for a Triton task].",
 )
 @click.option(
     "--target",
@@ -167,6 +193,7 @@ def _profile_lines(result: KernelResult) -> list[str]:
     show_default=True,
     help="neuron: the NeuronCore to run on (NEURON_RT_VISIBLE_CORES).",
 )
+@device_option
 @seeds_option
 @json_option
 @click.pass_context
@@ -174,18 +201,23 @@ def profile_command(
     ctx: click.Context,
     *,
     task_dir: Path,
-    backend: str,
+    backend: str | None,
     target: str | None,
     shapes: str,
     core: int,
+    device: str,
     seeds_text: str | None,
     as_json: bool,
 ) -> None:
     """Check a kernel, time it, and put it against the task's roofline (% of peak).
     Exit 0 correct and timed, 1 the kernel failed or could not be timed, 2 bad task."""
     task = load_task(task_dir)
+    backend = backend or ("triton" if task.dialect == "triton" else "nkisim")
     runner: Backend
-    if backend == "neuron":
+    if backend == "triton":
+        gpu = triton_backend(open_migrated_store(ctx), device, require_gpu=True)
+        runner, target = gpu, gpu.target
+    elif backend == "neuron":
         neuron = NeuronBackend(core=core, target=target)
         runner, target = neuron, neuron.target
     else:
@@ -335,3 +367,94 @@ def bench_cost_model(as_json: bool) -> None:
             f"rank correlation {result['rank_correlation']:.3f}; geomean estimate / measurement "
             f"{result['geomean_ratio']:.2f}; worst {result['worst_ratio']:.2f}"
         )
+
+
+@click.command("gpu")
+@click.option("--shapes", default="full", show_default=True, help=SHAPES_HELP)
+@click.option("--passes", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--task", "names", multiple=True, help="Only these GPU-suite tasks.")
+@click.option(
+    "--save",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the result as JSON to this file (rewritten after every task).",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Fresh seeds that check each kernel before it is timed.",
+)
+@device_option
+@json_option
+@click.pass_context
+def bench_gpu(
+    ctx: click.Context,
+    *,
+    shapes: str,
+    passes: int,
+    names: tuple[str, ...],
+    save: Path | None,
+    seeds: int,
+    device: str,
+    as_json: bool,
+) -> None:
+    """The GPU suite's Triton baselines on this GPU (measured), against PyTorch eager and the
+    roofline of the device's measured ceilings; in passes back to back, to show the spread."""
+    gpu = triton_backend(open_migrated_store(ctx), device, require_gpu=True)
+    gpu.with_eager = True
+    say = None if as_json else (lambda line: click.echo(line, err=True))
+
+    def checkpoint(partial: dict[str, Any]) -> None:
+        if save is not None:
+            save.write_text(json.dumps(partial, indent=1))
+
+    result = run_gpu_benchmark(
+        gpu,
+        shapes=shapes,
+        passes=passes,
+        names=list(names) or None,
+        seeds=seeds,
+        progress=say,
+        checkpoint=checkpoint,
+    )
+    checkpoint(result)
+    if as_json:
+        emit_json(result)
+        return
+    ceilings = result["ceilings"]
+    rates = ", ".join(f"{k} {v / 1e12:.0f}" for k, v in ceilings["matmul_flops"].items())
+    click.echo(
+        f"{result['gpu']}: copy {ceilings['bandwidth_bytes_per_s'] / 1e12:.2f} TB/s, "
+        f"FMA {ceilings['vector_flops'] / 1e12:.1f} TFLOP/s, matmul TFLOP/s {rates} (measured)"
+    )
+    table = Table(title=f"GPU suite, {shapes} shapes: every latency measured on {result['gpu']}")
+    for column in ("task", "dtype", "bound", "roofline ms"):
+        table.add_column(column)
+    for number in range(passes):
+        table.add_column(f"triton ms #{number + 1}", justify="right")
+    table.add_column("spread", justify="right")
+    table.add_column("eager ms", justify="right")
+    table.add_column("% of peak", justify="right")
+    table.add_column("vs eager", justify="right")
+    first = result["passes"][0]
+    for index, row in enumerate(first):
+        latencies = [run[index]["latency_ms"] for run in result["passes"]]
+        shown = [
+            f"{v:.4f}" if v is not None else (run[index]["error"] or "-")[:40]
+            for v, run in zip(latencies, result["passes"], strict=True)
+        ]
+        spread = result["pass_spread"].get(row["task"])
+        eager = row.get("eager_ms")
+        table.add_row(
+            row["task"],
+            row["dtype"],
+            row["bound"] or "-",
+            f"{row['roofline_ms']:.4f}" if row["roofline_ms"] else "-",
+            *shown,
+            f"{spread:.1%}" if spread is not None else "-",
+            f"{eager:.4f}" if eager else "-",
+            f"{row['pct_of_peak']:.1f}" if row["pct_of_peak"] is not None else "-",
+            f"{eager / latencies[0]:.2f}x" if eager and latencies[0] else "-",
+        )
+    print_table(table)

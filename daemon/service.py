@@ -36,6 +36,7 @@ from agents.llm import LLMClient
 from agents.memory import MemoryProjection
 from agents.recorder import Recorder
 from agents.search import IDLE, Interrupted, Search
+from daemon.gpu import triton_backend
 from daemon.library import promotions, sync_library
 from daemon.notify import Notifier
 from daemon.portfolio import PortfolioView, choose
@@ -52,7 +53,8 @@ from events.catalog import (
 from events.codec import decode
 from nkibench.backend import Backend, NkisimBackend, package_version
 from nkibench.neuron import NeuronBackend
-from nkibench.task import TaskSpec
+from nkibench.task import DIALECTS, TaskSpec
+from nkibench.triton.backend import TritonBackend
 from store.engine import make_engine
 from store.jobs import SqlJobQueue
 from store.migrate import upgrade
@@ -118,6 +120,10 @@ class Daemon:
     def _backend(self) -> tuple[list[tuple[str, Any]], str, str]:
         """(worker name, backend factory) per device, the backend's name, the target."""
         devices = self.options.devices
+        if self.options.backend == "triton":
+            gpus = [triton_backend(self.store, d, require_gpu=True) for d in devices]
+            workers = [(f"gpu{g.device}", _triton_factory(g)) for g in gpus]
+            return workers, "triton", gpus[0].target
         if self.options.backend == "neuron":
             first = NeuronBackend(core=int(devices[0]), target=self.options.target)
             workers = [
@@ -392,6 +398,7 @@ class Daemon:
             self.recorder,
             observer=self.options.observer,
             on_change=lambda _task: self.wake.set(),
+            dialect=DIALECTS[self.backend_name],
         )
         self.watcher.start()
         for worker in self.workers:
@@ -474,6 +481,13 @@ PORTFOLIO_TYPES = frozenset(
 LIBRARY_TYPES = frozenset(
     {"KernelSourceChanged", "KernelPromoted", "KernelDemoted", "KernelRemoved"}
 )
+
+
+def _triton_factory(gpu: TritonBackend) -> Any:
+    def make() -> Backend:
+        return TritonBackend(device=gpu.device, host=gpu.host, ceilings=gpu.ceilings)
+
+    return make
 
 
 def _neuron_factory(core: int, target: str, host: Any) -> Any:

@@ -80,8 +80,11 @@ class TaskWatcher:
         observer: ObserverKind = "auto",
         debounce_s: float = 0.4,
         on_change: Callable[[str], None] | None = None,
+        dialect: str = "nki",
     ) -> None:
         self.root = root.resolve()
+        self.dialect = dialect
+        """The kernel language this daemon's backend runs; other tasks are not its to use."""
         self.recorder = recorder
         self.observer_kind = observer
         self.debounce_s = debounce_s
@@ -130,6 +133,12 @@ class TaskWatcher:
             return
         try:
             task = load_task(folder)
+            if task.dialect != self.dialect:
+                raise TaskError(
+                    f"{folder / 'task.toml'}: backend: a {task.dialect} task, and this daemon "
+                    f"runs {self.dialect} kernels (start one with --backend "
+                    f"{'triton' if task.dialect == 'triton' else 'nkisim'} for it)"
+                )
         except TaskError as e:
             record_invalid(self.recorder, name, key, content_hash, e.message)
             log.warning("task invalid", task=name, folder=key, problem=e.message)

@@ -6,6 +6,7 @@ Streams, by convention:
 - `job:<id>`         one profiling job; its `ProfileRecorded` is keyed by the job id
 - `llm:<call id>`    one LLM call
 - `daemon:<host>`    daemon lifecycle
+- `device:<key>`     one GPU's measured ceilings (the key hashes its fingerprint)
 
 Large texts (kernel sources, plans, prompts, responses, summaries) live in the blob table;
 events carry their sha256 in fields named `*_blob`.
@@ -29,6 +30,7 @@ __all__ = [
     "CandidateRejected",
     "DaemonStarted",
     "DaemonStopped",
+    "DeviceCeilingsMeasured",
     "ExperienceSummarized",
     "KernelDemoted",
     "KernelPromoted",
@@ -63,6 +65,7 @@ RejectReason = Literal[
     "crashed",
     "resource",
     "unsupported",
+    "cheat",
 ]
 CandidateOrigin = Literal["baseline", "executor", "fixer", "tunable"]
 SearchEnd = Literal["completed", "plateau", "budget", "no_baseline", "failed"]
@@ -298,6 +301,20 @@ class LLMCallCompleted(Event):
     error: str | None = None
 
 
+class DeviceCeilingsMeasured(Event):
+    """What one GPU does at best, measured once per device: the GPU roofline divides by it."""
+
+    device_key: str
+    gpu: str
+    fingerprint: dict[str, str]
+    bandwidth_bytes_per_s: float
+    """A device-to-device copy, bytes read plus bytes written."""
+    vector_flops: float
+    matmul_flops: dict[str, float]
+    """Per dtype; "float32" is tf32 (Triton's default float32 dot), "float32_ieee" strict."""
+    method: dict[str, str] = Field(default_factory=dict)
+
+
 # --- the daemon ---------------------------------------------------------------------------
 
 
@@ -334,6 +351,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         LLMCallCompleted,
         DaemonStarted,
         DaemonStopped,
+        DeviceCeilingsMeasured,
     )
 }
 """Every event type this code reads and writes, by stored type name."""

@@ -17,6 +17,7 @@ import numpy as np
 
 from nkibench.cost import MODEL_VERSION
 from nkibench.result import KernelResult
+from nkibench.roofline import PEAKS, Peaks
 from nkibench.sandbox import Limits
 from nkibench.task import TaskSpec
 
@@ -35,8 +36,14 @@ def package_version(name: str) -> str:
 
 class Backend(Protocol):
     name: str
+    dialect: str
+    """The kernel language it runs: "nki" or "triton" (a task's `dialect`)."""
     kernel_phase: str
     """The child phase (nkibench.child.PHASES) that runs the kernel on every seed."""
+    reference_phase: str
+    """The child phase that makes inputs and expected outputs (NumPy or PyTorch)."""
+    fresh_inputs: bool
+    """Draw fresh seeds for every evaluation (unless the caller names seeds)."""
 
     def environment(self) -> dict[str, str]:
         """What the kernel child needs in its environment besides the sandbox's own."""
@@ -54,6 +61,15 @@ class Backend(Protocol):
 
     def fingerprint(self, target: str) -> dict[str, str]: ...
 
+    def peaks(self, target: str) -> Peaks | None:
+        """The roofline's peaks (None: none known, so no % of peak)."""
+        ...
+
+    def resolve_target(self, requested: str) -> str:
+        """The target results are labelled with: the requested one where the backend models
+        several (nkisim), the hardware it runs on otherwise."""
+        ...
+
 
 def apply_estimate(result: KernelResult, estimate: dict[str, Any]) -> None:
     result.latency_ms = estimate["latency_ms"]
@@ -70,7 +86,10 @@ class NkisimBackend:
     """nkisim interprets the kernel; the cost model estimates its latency from the trace."""
 
     name = "nkisim"
+    dialect = "nki"
     kernel_phase = "kernel"
+    reference_phase = "reference"
+    fresh_inputs = False
 
     def __init__(self, *, trace_path: Path | None = None) -> None:
         self.trace_path = trace_path
@@ -89,6 +108,12 @@ class NkisimBackend:
 
     def measure(self, session: Session, kernel: dict[str, Any]) -> None:
         apply_estimate(session.result, kernel["estimate"])
+
+    def peaks(self, target: str) -> Peaks | None:
+        return PEAKS[target]
+
+    def resolve_target(self, requested: str) -> str:
+        return requested
 
     def fingerprint(self, target: str) -> dict[str, str]:
         return {

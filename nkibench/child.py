@@ -27,6 +27,7 @@ from nkibench.neuron.child import neuron_kernel_phase, neuron_measure_phase
 from nkibench.nkisim.dtypes import as_dtype
 from nkibench.reference_module import load_reference
 from nkibench.sandbox import apply_limits, die_with_parent
+from nkibench.triton.phases import TRITON_PHASES
 
 __all__ = ["main"]
 
@@ -146,7 +147,8 @@ def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def compare_phase(request: dict[str, Any]) -> dict[str, Any]:
-    module = _reference_module(request)
+    # Triton tasks have no output transform: their reference (and torch) need not load here
+    module = _reference_module(request) if request.get("transform", True) else None
     transform = getattr(module, "transform_nki_outputs", None)
     data, outputs = Path(request["data_dir"]), Path(request["out_dir"])
     seeds: dict[str, Any] = {}
@@ -179,7 +181,17 @@ def compare_phase(request: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "seeds": seeds}
 
 
+def _triton_phase(kind: str) -> Any:
+    def phase(request: dict[str, Any]) -> dict[str, Any]:
+        from nkibench.triton.child import PHASES as TRITON  # noqa: PLC0415 (torch: only here)
+
+        return TRITON[kind](request, _restore)
+
+    return phase
+
+
 PHASES = {
+    **{kind: _triton_phase(kind) for kind in TRITON_PHASES},
     "reference": reference_phase,
     "kernel": kernel_phase,
     "compare": compare_phase,

@@ -21,6 +21,8 @@ ErrorKind = Literal[
     "resource",  # memory, file-size or other resource limit reached
     "incorrect",  # ran, but outputs differ from the reference (values, shape, count)
     "measurement",  # correct, but timing it failed (the profiler or the device broke)
+    "cheat",  # caught gaming the check or the timer: work on a side stream, results cached
+    #          across calls, inputs mutated (Triton kernels on a GPU)
     "task",  # the task folder itself is broken (reference.py, task.toml)
 ]
 ERROR_KINDS: tuple[ErrorKind, ...] = (
@@ -33,6 +35,7 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
     "resource",
     "incorrect",
     "measurement",
+    "cheat",
     "task",
 )
 

@@ -11,6 +11,7 @@ task's roofline.
 from __future__ import annotations
 
 import json
+import secrets
 import signal
 import tempfile
 import threading
@@ -20,26 +21,27 @@ from pathlib import Path
 from typing import Any
 
 from nkibench.backend import Backend, NkisimBackend
-from nkibench.errors import ErrorKind
+from nkibench.errors import BackendUnavailable, ErrorKind
 from nkibench.failure import PhaseFailure
 from nkibench.result import KernelResult
-from nkibench.roofline import Work, pct_of_peak, roofline
+from nkibench.roofline import Peaks, Work, pct_of_peak, roofline
 from nkibench.sandbox import ChildOutcome, Limits, run_child
 from nkibench.static_check import check_source, violation_kind
 from nkibench.task import KERNEL_FILE, TaskSpec
+from nkibench.triton.phases import TRITON_PHASES
 
-__all__ = ["Session", "check_kernel", "profile_kernel"]
+__all__ = ["Session", "check_kernel", "profile_kernel", "run_phase"]
 
 CHILD = "nkibench.child"
 
 
-def _child(
+def run_phase(
     kind: str,
     request: dict[str, Any],
     workdir: Path,
     limits: Limits,
-    *,
     environment: dict[str, str] | None = None,
+    *,
     cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
     """Run one phase; a child that died without a result becomes a typed failure."""
@@ -58,7 +60,11 @@ def _child(
     raise PhaseFailure(*_death(kind, outcome, limits))
 
 
-KERNEL_PHASES = frozenset({"kernel", "neuron_kernel", "neuron_measure"})
+KERNEL_PHASES = frozenset(
+    {"kernel", "neuron_kernel", "neuron_measure", "triton_kernel", "triton_measure"}
+)
+BACKEND_PHASES = KERNEL_PHASES | set(TRITON_PHASES)
+"""Phases that get the backend's environment (the GPU's, the Neuron tools')."""
 
 
 def _death(kind: str, outcome: ChildOutcome, limits: Limits) -> tuple[ErrorKind, str]:
@@ -113,10 +119,8 @@ class Session:
         }
 
     def child(self, kind: str, request: dict[str, Any]) -> dict[str, Any]:
-        environment = self.backend.environment() if kind in KERNEL_PHASES else None
-        return _child(
-            kind, request, self.root, self.limits, environment=environment, cancel=self.cancel
-        )
+        environment = self.backend.environment() if kind in BACKEND_PHASES else None
+        return run_phase(kind, request, self.root, self.limits, environment, cancel=self.cancel)
 
     def kernel_request(self, manifest: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -126,13 +130,15 @@ class Session:
             "kernel_file": str(self.task.path / KERNEL_FILE),
             "display_name": KERNEL_FILE,
             "function": self.task.kernel_function,
+            "dialect": self.task.dialect,
             "target": self.target,
             "strict_capacity": self.task.strict_capacity,
             "order_check": self.order_check,
         }
 
     def reference(self, *, count_work: bool) -> dict[str, Any]:
-        reference = self.child("reference", {**self.common, "count_work": count_work})
+        request = {**self.common, "count_work": count_work}
+        reference = self.child(self.backend.reference_phase, request)
         if not reference["ok"]:
             raise PhaseFailure("task", reference["message"])
         self.result.forward_seconds = reference["seeds"][str(self.seeds[0])]["forward_s"]
@@ -167,6 +173,7 @@ class Session:
             "manifest": manifest,
             "output_counts": {str(s): kernel["seeds"][str(s)]["outputs"] for s in self.seeds},
             "rel_tol": self.task.rel_tol,
+            "transform": self.task.dialect == "nki",
         }
         comparison = self.child("compare", request)
         if not comparison["ok"]:
@@ -202,15 +209,28 @@ def _task_work(task: TaskSpec, shapes: str, counted: dict[str, Any] | None) -> W
     return Work(counted["vec_flops"], counted["mm_flops"], counted["bytes"], "counted")
 
 
-def _apply_roofline(result: KernelResult, work: Work | str) -> None:
+def _apply_roofline(result: KernelResult, work: Work | str, peaks: Peaks | None) -> None:
     if isinstance(work, str):
         result.warnings.append(f"no roofline, so no % of peak: {work}")
         return
-    line = roofline(work, result.target)
+    if peaks is None:
+        result.warnings.append("no roofline, so no % of peak: the device's ceilings are unknown")
+        return
+    line = roofline(work, peaks)
     result.roofline = line.to_json()
     if result.latency_ms is None or result.latency_ms <= 0:
         return
-    result.pct_of_peak = pct_of_peak(line.seconds, result.latency_ms * 1e-3)
+    seconds = result.latency_ms * 1e-3
+    result.pct_of_peak = pct_of_peak(line.seconds, seconds)
+    if result.latency_kind == "measured" and result.backend == "triton":
+        # a GPU has no engine counters here: the rates achieved against the measured ceilings
+        result.bound_by = result.bound_by or line.bound
+        result.counters |= {
+            "achieved_bandwidth_gbps": work.bytes / seconds / 1e9,
+            "achieved_tflops": work.mm_flops / seconds / 1e12,
+            "bandwidth_ceiling_gbps": peaks.bandwidth.value / 1e9,
+            "matmul_ceiling_tflops": peaks.matmul_rate(work.matmul_dtype).value / 1e12,
+        }
     if result.pct_of_peak > 100.0:
         result.warnings.append(
             f"{result.pct_of_peak:.0f}% of peak is above 100%: the roofline's counts "
@@ -234,13 +254,20 @@ def _evaluate(
     cancel: threading.Event | None = None,
 ) -> KernelResult:
     started = time.monotonic()
+    if backend.dialect != task.dialect:
+        raise BackendUnavailable(
+            f"{task.path}: a {task.dialect} task; the {backend.name} backend runs "
+            f"{backend.dialect} kernels"
+        )
     source = task.kernel_source if kernel_source is None else kernel_source
-    chosen_seeds = tuple(seeds or task.seeds)
+    target = backend.resolve_target(target)
+    fresh = tuple(secrets.randbelow(2**31) for _ in task.seeds)
+    chosen_seeds = tuple(seeds or (fresh if backend.fresh_inputs else task.seeds))
     result = KernelResult(task.name, backend.name, target, shapes, seeds=list(chosen_seeds))
     task.overrides(shapes)  # an unknown shape set is the caller's error, raised here
     limits = limits or backend.limits(task, shapes, threads)
     try:
-        violations = check_source(source, KERNEL_FILE)
+        violations = check_source(source, KERNEL_FILE, task.dialect)
         if violations:
             message = "; ".join(v.render(KERNEL_FILE) for v in violations[:5])
             raise PhaseFailure(violation_kind(violations), message, violations[0].line)
@@ -264,7 +291,8 @@ def _evaluate(
             session.compare(manifest, kernel)
             if profile:
                 backend.measure(session, kernel)
-                _apply_roofline(result, _task_work(task, shapes, reference.get("work")))
+                work = _task_work(task, shapes, reference.get("work"))
+                _apply_roofline(result, work, backend.peaks(target))
     except PhaseFailure as failure:
         result.error_kind = failure.kind
         result.message = failure.message
@@ -277,6 +305,7 @@ def _evaluate(
 def check_kernel(
     task: TaskSpec,
     *,
+    backend: Backend | None = None,
     kernel_source: str | None = None,
     shapes: str = "small",
     seeds: tuple[int, ...] | None = None,
@@ -287,10 +316,11 @@ def check_kernel(
     threads: int = 1,
     limits: Limits | None = None,
 ) -> KernelResult:
-    """Check `kernel_source` (default: the task's kernel.py) for correctness under nkisim."""
+    """Check `kernel_source` (default: the task's kernel.py) for correctness (default:
+    under nkisim)."""
     return _evaluate(
         task,
-        NkisimBackend(trace_path=trace_path),
+        backend or NkisimBackend(trace_path=trace_path),
         profile=False,
         kernel_source=kernel_source,
         shapes=shapes,

@@ -17,29 +17,35 @@ class ImportBlocked(KernelError):
     kind = "rejected"
 
 
-def _guarded_import(
-    name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
-) -> Any:
-    if level or not module_allowed(name):
-        raise ImportBlocked(f"import of {name!r} is not allowed in a kernel")
-    return builtins.__import__(name, globals, locals, fromlist, level)
+def _guarded_import(dialect: str) -> Any:
+    def guarded(
+        name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+    ) -> Any:
+        if level or not module_allowed(name, dialect):
+            raise ImportBlocked(f"import of {name!r} is not allowed in a kernel")
+        return builtins.__import__(name, globals, locals, fromlist, level)
+
+    return guarded
 
 
-def _safe_builtins() -> dict[str, Any]:
+def _safe_builtins(dialect: str) -> dict[str, Any]:
     allowed = {
         name: getattr(builtins, name)
         for name in dir(builtins)
         if not name.startswith("_") and name not in FORBIDDEN_NAMES
     }
-    allowed["__import__"] = _guarded_import
+    allowed["__import__"] = _guarded_import(dialect)
     allowed["__build_class__"] = builtins.__build_class__
     return allowed
 
 
-def load_kernel(source: str, filename: str, function: str) -> Any:
+def load_kernel(source: str, filename: str, function: str, dialect: str = "nki") -> Any:
     """Execute the kernel module with restricted builtins and return its kernel function."""
     code = compile(source, filename, "exec")
-    namespace: dict[str, Any] = {"__name__": "nki_kernel", "__builtins__": _safe_builtins()}
+    namespace: dict[str, Any] = {
+        "__name__": f"{dialect}_kernel",
+        "__builtins__": _safe_builtins(dialect),
+    }
     exec(code, namespace)
     if function not in namespace:
         raise NameError(f"the kernel module defines no `{function}`")

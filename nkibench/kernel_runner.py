@@ -107,12 +107,14 @@ def load_phase_kernel(request: dict[str, Any]) -> tuple[Any, dict[str, Any] | No
     it does not load. The shadow NKI modules must be installed first if nkisim runs it."""
     display = request["display_name"]
     filename = request["kernel_file"]
-    violations = check_source(request["kernel_source"], display)
+    dialect = request.get("dialect", "nki")
+    violations = check_source(request["kernel_source"], display, dialect)
     if violations:
         message = "; ".join(v.render(display) for v in violations[:5])
         return None, _error(violation_kind(violations), message, violations[0].line)
     try:
-        return load_kernel(request["kernel_source"], filename, request["function"]), None
+        kernel = load_kernel(request["kernel_source"], filename, request["function"], dialect)
+        return kernel, None
     except KernelError as e:
         line = kernel_line(e, filename)
         return None, _error(e.kind, _located(e.message, display, line), line)

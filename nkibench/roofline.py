@@ -28,6 +28,13 @@ class Peaks:
     matmul_flops: Sourced
     """fp32, the precision of AccelOpt's tasks."""
     matmul_flops_bf16: Sourced
+    matmul_flops_fp16: Sourced | None = None
+    """GPUs: float16's own rate (Trainium's tables have none; bfloat16's is used)."""
+
+    def matmul_rate(self, dtype: str) -> Sourced:
+        if dtype == "float16" and self.matmul_flops_fp16 is not None:
+            return self.matmul_flops_fp16
+        return self.matmul_flops_bf16 if dtype in ("bfloat16", "float16") else self.matmul_flops
 
 
 PEAKS = {
@@ -93,21 +100,22 @@ class Roofline:
         }
 
 
-def roofline(work: Work, target: str) -> Roofline:
-    try:
-        peaks = PEAKS[target]
-    except KeyError:
-        raise ValueError(f"no roofline peaks for target {target!r}") from None
+def roofline(work: Work, target: str | Peaks) -> Roofline:
+    """The roofline of `work` on a Trainium generation (by name) or on measured peaks."""
+    if isinstance(target, Peaks):
+        peaks = target
+    else:
+        try:
+            peaks = PEAKS[target]
+        except KeyError:
+            raise ValueError(f"no roofline peaks for target {target!r}") from None
     terms = {
         "memory": work.bytes / peaks.bandwidth.value,
         "vector": work.vec_flops / peaks.vector_flops.value,
-        "matmul": work.mm_flops
-        / (
-            peaks.matmul_flops_bf16 if work.matmul_dtype == "bfloat16" else peaks.matmul_flops
-        ).value,
+        "matmul": work.mm_flops / peaks.matmul_rate(work.matmul_dtype).value,
     }
     bound = max(terms, key=lambda k: terms[k])
-    return Roofline(target, terms[bound], bound, terms, work)
+    return Roofline(peaks.target, terms[bound], bound, terms, work)
 
 
 def pct_of_peak(roofline_seconds: float, latency_seconds: float) -> float:

@@ -1,5 +1,6 @@
 """The task format: what a user drops into the watched directory, loaded and validated.
 
+An NKI task (the default):
     <task>/kernel.py      an @nki.jit function named `kernel` (AccelOpt's `optimized_kernel`
                           is accepted too)
     <task>/reference.py   module-level shape constants, get_inputs() using np.random,
@@ -7,6 +8,12 @@
                           transform_nki_outputs(kernel_result, reference_result)
     <task>/task.toml      optional: tolerance, seeds, shape sets, roofline counts, limits,
                           weight, tunables
+
+A Triton task (`backend = "triton"` in task.toml, which is then required with `dtype` and
+the roofline's counts):
+    <task>/kernel.py      `run(*inputs)`: launches @triton.jit kernels, returns the outputs
+    <task>/reference.py   module-level shape constants, get_inputs() returning torch tensors
+                          (torch.manual_seed is set per seed), forward(*inputs) in PyTorch
 
 Loading never runs the task's code: it parses it. Everything wrong is reported as a
 TaskError naming the file and the problem.
@@ -28,6 +35,7 @@ from nkibench.safe_eval import Number, UnsafeExpression, evaluate, module_consta
 
 __all__ = [
     "DEFAULT_SEEDS",
+    "DIALECTS",
     "FULL",
     "TASK_FILES",
     "TaskSpec",
@@ -44,9 +52,16 @@ DEFAULT_SEEDS = (0, 21, 42, 63, 84)  # AccelOpt's correctness seeds
 DEFAULT_REL_TOL = 2e-5  # AccelOpt: relative L2 error, float32
 DEFAULT_TIMEOUT_S = {FULL: 1800.0, "*": 120.0}
 DEFAULT_MEMORY_MB = 8192
-KERNEL_FUNCTIONS = ("kernel", "optimized_kernel")
+KERNEL_FUNCTIONS = {"nki": ("kernel", "optimized_kernel"), "triton": ("run",)}
+DIALECTS = {"nkisim": "nki", "neuron": "nki", "triton": "triton"}
+"""task.toml's `backend` → the kernel language its kernel.py is written in."""
+TASK_DTYPES = ("float32", "bfloat16", "float16")
+TRITON_REL_TOL = {"float32": 1e-3, "bfloat16": 2e-2, "float16": 5e-3}
+"""Default tolerances of Triton tasks: a float32 `tl.dot` runs in tf32 on the GPU (about 3e-4
+relative error); bfloat16 operands land between 1e-3 and 1e-2."""
+TRITON_SEEDS = (0, 21, 42)
 ROOFLINE_KEYS = ("vec_flops", "mm_flops", "bytes")
-MATMUL_DTYPES = ("float32", "bfloat16")
+MATMUL_DTYPES = ("float32", "bfloat16", "float16")
 """The precision whose TensorE peak the roofline uses (AccelOpt's tasks are all float32)."""
 
 
@@ -70,12 +85,19 @@ class TaskSpec:
     """Which TensorE peak bounds the task's matmuls (see MATMUL_DTYPES)."""
     weight: float = 1.0
     backend: str = "nkisim"
+    dtype: str = "float32"
+    """The precision of the task's data (Triton tasks declare it)."""
     description: str = ""
     timeout_s: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_TIMEOUT_S))
     memory_mb: int = DEFAULT_MEMORY_MB
     strict_capacity: bool = False
     tunables: dict[str, list[Any]] = field(default_factory=dict)
     content_hash: str = ""
+
+    @property
+    def dialect(self) -> str:
+        """The kernel language: "nki" (nkisim and neuron backends) or "triton"."""
+        return DIALECTS[self.backend]
 
     @property
     def shape_names(self) -> list[str]:
@@ -129,14 +151,15 @@ def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
     return {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef)}
 
 
-def _kernel_function(path: Path, tree: ast.Module) -> str:
+def _kernel_function(path: Path, tree: ast.Module, dialect: str) -> str:
     functions = _functions(tree)
-    for name in KERNEL_FUNCTIONS:
+    names = KERNEL_FUNCTIONS[dialect]
+    for name in names:
         if name in functions:
             return name
     other = [s for s in tree.body if isinstance(s, ast.AsyncFunctionDef)]
     hint = " (it must not be async)" if other else ""
-    raise TaskError(f"{path}: no module-level function named `kernel`{hint}")
+    raise TaskError(f"{path}: no module-level function named `{names[0]}`{hint}")
 
 
 def _check_reference(path: Path, tree: ast.Module) -> None:
@@ -164,6 +187,7 @@ _TOP_KEYS = (
     "name",
     "description",
     "backend",
+    "dtype",
     "weight",
     "kernel_function",
     "correctness",
@@ -204,11 +228,18 @@ class _TomlReader:
         unknown = sorted(set(self.data) - set(_TOP_KEYS))
         if unknown:
             raise self.fail("top level", f"unknown key(s) {', '.join(unknown)}")
-        for key in ("name", "description", "backend", "kernel_function"):
+        for key in ("name", "description", "backend", "dtype", "kernel_function"):
             if key in self.data:
                 if not isinstance(self.data[key], str):
                     raise self.fail(key, "must be a string")
                 self.out[key] = self.data[key]
+        backend = self.out.get("backend", "nkisim")
+        if backend not in DIALECTS:
+            raise self.fail("backend", f"must be one of {', '.join(DIALECTS)}")
+        if self.out.get("dtype", "float32") not in TASK_DTYPES:
+            raise self.fail("dtype", f"must be one of {', '.join(TASK_DTYPES)}")
+        if backend == "triton":
+            self._triton_defaults()
         if "weight" in self.data:
             self.out["weight"] = self.number("weight", self.data["weight"])
             if not self.out["weight"] > 0:
@@ -219,6 +250,18 @@ class _TomlReader:
         self._limits()
         self._tunables()
         return self.out
+
+    def _triton_defaults(self) -> None:
+        """A Triton task states its dtype and its roofline (nothing counts a PyTorch forward);
+        its matmuls run at its dtype's rate, and its tolerance and seeds follow the dtype."""
+        if "dtype" not in self.out:
+            raise self.fail("dtype", "a Triton task must give its dtype (float32, bfloat16...)")
+        roofline = self.data.get("roofline")
+        if not isinstance(roofline, dict) or "bytes" not in roofline:
+            raise self.fail("[roofline]", "a Triton task must give at least `bytes`")
+        self.out["matmul_dtype"] = self.out["dtype"]
+        self.out["rel_tol"] = TRITON_REL_TOL[self.out["dtype"]]
+        self.out["seeds"] = TRITON_SEEDS
 
     def _correctness(self) -> None:
         correctness = self.table("correctness", ("rel_tol", "seeds"))
@@ -329,8 +372,9 @@ def load_task(path: Path | str) -> TaskSpec:
     _check_reference(folder / REFERENCE_FILE, reference_tree)
     constants = module_constants(reference_tree)
     settings = _read_toml(folder / TOML_FILE, constants) if TOML_FILE in files else {}
+    dialect = DIALECTS[settings.get("backend", "nkisim")]
     kernel_function: str = settings.pop("kernel_function", None) or _kernel_function(
-        folder / KERNEL_FILE, kernel_tree
+        folder / KERNEL_FILE, kernel_tree, dialect
     )
     if kernel_function not in _functions(kernel_tree):
         raise TaskError(f"{folder / KERNEL_FILE}: no module-level function `{kernel_function}`")

@@ -175,6 +175,13 @@ def test_code_is_the_first_complete_fenced_block() -> None:
         assert caught.value.reason == reason, text
 
 
+def test_triton_code_must_define_run() -> None:
+    module = "```python\nimport triton\n\n\ndef run(x):\n    return x\n```"
+    assert "def run(x):" in extract_code(module, "stop", PARENT, ("run",))
+    with pytest.raises(NoCode, match="no function named `run`"):
+        extract_code("```python\ndef kernel(x):\n    pass\n```", "stop", PARENT, ("run",))
+
+
 def test_lessons_are_titled() -> None:
     lesson = parse_lesson("Here:\n**Fuse the two loops**\n\nBecause.\n")
     assert (lesson.title, lesson.empty) == ("Fuse the two loops", False)

@@ -6,6 +6,7 @@ import json
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import click
 import pytest
@@ -133,3 +134,31 @@ def test_log_lines_are_json_with_the_journald_priority(capsys: pytest.CaptureFix
     assert record["api_key"] == "***"
     assert record["level"] == "warning"
     assert "hidden" not in line
+
+
+def test_a_daemon_leaves_tasks_of_another_language_alone(tmp_path: Path) -> None:
+    """A Triton task dropped where an nkisim daemon watches is recorded as not its own, with
+    the backend that would take it; an NKI task is recorded as a revision."""
+    import shutil
+
+    from agents.recorder import Recorder
+    from daemon.watcher import TaskWatcher
+    from events.catalog import KernelSourceChanged, TaskInvalid
+    from events.codec import decode
+    from nkibench.benchmark import SUITE
+    from nkibench.gpu_benchmark import SUITE_GPU
+    from store.memory import MemoryEventStore
+
+    root = tmp_path / "kernels"
+    shutil.copytree(SUITE_GPU / "silu", root / "gpu_silu")
+    shutil.copytree(SUITE / "silu", root / "silu")
+    store = MemoryEventStore()
+    watcher = TaskWatcher(root, Recorder(store), dialect="nki")
+    watcher.rescan()
+    events = [decode(s).event for s in store.read_all()]
+    invalid = [e for e in events if isinstance(e, TaskInvalid)]
+    assert [e.task for e in invalid] == ["gpu_silu"]
+    assert "a triton task, and this daemon runs nki kernels" in invalid[0].message
+    assert "--backend triton" in invalid[0].message
+    assert invalid[0].file == "task.toml"
+    assert [e.task for e in events if isinstance(e, KernelSourceChanged)] == ["silu"]

@@ -33,8 +33,9 @@ KERNELS = sorted(CORPUS.glob("*.py"))
 def test_the_corpus_is_large_and_covers_every_kind_a_kernel_can_cause() -> None:
     kinds = {header(path)["expect"] for path in KERNELS}
     assert len(KERNELS) >= 25
-    # "task" is the task folder's fault; "measurement" needs a profiler (test_neuron_backend)
-    assert kinds == set(ERROR_KINDS) - {"task", "measurement"}
+    # "task" is the task folder's fault; "measurement" needs a profiler (test_neuron_backend);
+    # "cheat" is a Triton kernel's (test_triton_backend)
+    assert kinds == set(ERROR_KINDS) - {"task", "measurement", "cheat"}
 
 
 @pytest.mark.parametrize("path", KERNELS, ids=[p.stem for p in KERNELS])

@@ -51,3 +51,55 @@ def test_a_syntax_error_is_a_compile_failure_with_its_line() -> None:
     assert violations[0].line == 2
     assert violation_kind(violations) == "compile"
     assert violations[0].render("kernel.py").startswith("kernel.py line 2: SyntaxError")
+
+
+TRITON_KERNEL = """\
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+
+@triton.jit
+def double(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+def run(x):
+    out = torch.empty_like(x)
+    double[(triton.cdiv(x.numel(), 256),)](out, x.numel(), BLOCK=256)
+    return out
+"""
+
+
+def test_a_triton_kernel_passes_in_its_own_dialect_only() -> None:
+    assert check_source(TRITON_KERNEL, dialect="triton") == []
+    refused = check_source(TRITON_KERNEL)  # as NKI: torch and triton are not NKI's
+    assert {v.problem for v in refused} >= {"import of 'torch' is not allowed"}
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("torch.save(x, 'f')", "`torch.save` is not allowed"),
+        ("s = torch.cuda.Stream()", "`torch.cuda.Stream` is not allowed"),
+        ("torch.cuda.set_stream(None)", "`torch.cuda.set_stream` is not allowed"),
+        ("y = torch.utils.cpp_extension", "`torch.utils` is not allowed"),
+        ("p = tl.make_block_ptr(x)", "`triton.language.make_block_ptr` is not allowed"),
+        ("c = triton.autotune", "`triton.autotune` is not allowed"),
+        ("torch.exp = torch.sin", "`torch.exp` may not be replaced"),
+        ("m = torch", "the torch module `torch` may only be used as torch.<name>"),
+        ("n = x._cdata", "attribute `._cdata` is not allowed"),
+    ],
+)
+def test_triton_kernels_are_refused_the_doors_out(line: str, problem: str) -> None:
+    source = TRITON_KERNEL.replace("    return out\n", f"    {line}\n    return out\n")
+    problems = [v.problem for v in check_source(source, dialect="triton")]
+    assert any(problem in p for p in problems), problems
+
+
+def test_triton_imports_outside_the_allow_list_are_refused() -> None:
+    for statement in ("import os", "from torch import load", "import torch.utils"):
+        source = f"{statement}\n" + TRITON_KERNEL
+        assert check_source(source, dialect="triton"), statement

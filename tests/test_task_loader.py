@@ -138,6 +138,17 @@ TILE = [128, 256]
         ({"toml": "[limits]\nmemory_mb = 10"}, "limits.memory_mb: must be an integer ≥ 256"),
         ({"toml": "[tunables]\nTILE = []"}, "tunables.TILE: must be a non-empty list"),
         ({"toml": "this is = = not toml"}, "task.toml: "),
+        ({"toml": "backend = 'cuda'"}, "backend: must be one of nkisim, neuron, triton"),
+        ({"toml": "dtype = 'int8'"}, "dtype: must be one of float32, bfloat16, float16"),
+        ({"toml": "backend = 'triton'"}, "a Triton task must give its dtype"),
+        (
+            {"toml": "backend = 'triton'\ndtype = 'bfloat16'"},
+            r"\[roofline\]: a Triton task must give at least `bytes`",
+        ),
+        (
+            {"toml": "backend = 'triton'\ndtype = 'float32'\n[roofline]\nbytes = 'M'"},
+            "no module-level function named `run`",
+        ),
     ],
 )
 def test_broken_task_folders_are_named_precisely(
@@ -171,3 +182,13 @@ def test_folder_hash_follows_names_and_contents() -> None:
     assert base != folder_hash({"kernel.py": b"a", "reference.py": b"c"})
     assert base != folder_hash({"kernel.py": b"ab", "reference.py": b""})
     assert base != folder_hash({"kernel.py": b"a", "reference.py": b"b", "task.toml": b""})
+
+
+def test_a_triton_task_takes_its_defaults_from_its_dtype() -> None:
+    from nkibench.gpu_benchmark import SUITE_GPU
+
+    silu = load_task(SUITE_GPU / "silu")
+    assert (silu.dialect, silu.kernel_function, silu.dtype) == ("triton", "run", "bfloat16")
+    assert (silu.rel_tol, silu.matmul_dtype, silu.seeds) == (2e-2, "bfloat16", (0, 21, 42))
+    adamw = load_task(SUITE_GPU / "adamw")
+    assert (adamw.rel_tol, adamw.matmul_dtype) == (1e-3, "float32")

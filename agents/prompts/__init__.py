@@ -1,4 +1,4 @@
-"""The agents' prompts, one folder per kernel dialect (`nki` now; `triton` later), rendered
+"""The agents' prompts, one folder per kernel dialect (`nki`, `triton`), rendered
 from `{{name}}` placeholders. A placeholder without a value, or a value without a
 placeholder, is an error: a prompt never goes out half-filled."""
 
@@ -13,7 +13,7 @@ __all__ = ["DIALECTS", "PromptError", "Prompts"]
 FOLDER = Path(__file__).parent
 DIALECTS = tuple(sorted(p.name for p in FOLDER.iterdir() if p.is_dir() and p.name != "__pycache__"))
 PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
-FRAGMENTS = {"nki_facts": "nki_facts", "counter_glossary": "counters"}
+FRAGMENTS = {"facts": "facts", "counter_glossary": "counters"}
 """Placeholders every template may use, filled from the dialect's own files."""
 
 

@@ -62,7 +62,7 @@ from events.catalog import (
 from events.codec import decode
 from events.projection import fold
 from nkibench.operators import operators as task_operators
-from nkibench.task import TaskSpec
+from nkibench.task import KERNEL_FUNCTIONS, TaskSpec
 
 __all__ = ["IDLE", "Interrupted", "Search", "SearchOutcome"]
 
@@ -77,6 +77,7 @@ REJECTION: dict[str, RejectReason] = {
     "incorrect": "incorrect",
     "timeout": "timeout",
     "resource": "resource",
+    "cheat": "cheat",
 }
 PROFILE_FIELDS = (
     "hbm_read_bytes",
@@ -98,6 +99,11 @@ PROFILE_FIELDS = (
     "dma_transfer_count",
     "dma_transfer_average_bytes",
     "dma_small_transfer_percent",
+    # GPUs (the triton backend): the measured rates against the device's measured ceilings
+    "achieved_bandwidth_gbps",
+    "achieved_tflops",
+    "bandwidth_ceiling_gbps",
+    "matmul_ceiling_tflops",
 )
 """The counters the planner sees (AccelOpt's displayed profile, plus DMA transfers)."""
 
@@ -181,7 +187,8 @@ class Search:
         self.should_stop = should_stop or (lambda: False)
         self.profiler = profiler
         self.config = config
-        self.prompts = prompts or Prompts("nki")
+        self.prompts = prompts or Prompts(task.dialect)
+        self.entry_points = KERNEL_FUNCTIONS[task.dialect]
         self.memory = MemoryProjection(capacity=memory_capacity)
         self.operators = task_operators(task.reference_source)
         self.say = log or (lambda _message: None)
@@ -459,7 +466,9 @@ class Search:
             assert not isinstance(answer, Exception)
             completion, parent_source = answer
             try:
-                code = extract_code(completion.text, completion.finish_reason, parent_source)
+                code = extract_code(
+                    completion.text, completion.finish_reason, parent_source, self.entry_points
+                )
             except NoCode as e:
                 self._reject(cid, e.reason, e.message)
                 continue
@@ -515,7 +524,7 @@ class Search:
                 messages=messages,
                 task=self.task.name,
             )
-            code = extract_code(answer.text, answer.finish_reason, failed.source)
+            code = extract_code(answer.text, answer.finish_reason, failed.source, self.entry_points)
         except LLMError as e:
             self._reject(cid, "llm_error", e.message)
             return None

@@ -24,6 +24,7 @@ from nkibench.backend import package_version
 from nkibench.errors import BackendUnavailable
 from nkibench.failure import PhaseFailure
 from nkibench.neuron.detect import NeuronHost, detect_neuron, target_of_instance
+from nkibench.roofline import PEAKS, Peaks
 from nkibench.sandbox import Limits
 from nkibench.task import TaskSpec
 
@@ -54,7 +55,10 @@ def bound_by_activity(counters: dict[str, float]) -> str | None:
 
 class NeuronBackend:
     name = "neuron"
+    dialect = "nki"
     kernel_phase = "neuron_kernel"
+    reference_phase = "reference"
+    fresh_inputs = False
 
     def __init__(
         self,
@@ -164,6 +168,12 @@ class NeuronBackend:
             "bound_by": estimate["bound_by"],
             "ratio_to_measured": estimate["latency_ms"] / measured_ms,
         }
+
+    def peaks(self, target: str) -> Peaks | None:
+        return PEAKS[target]
+
+    def resolve_target(self, requested: str) -> str:
+        return self.target
 
     def fingerprint(self, target: str) -> dict[str, str]:
         return {

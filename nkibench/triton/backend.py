@@ -1,0 +1,346 @@
+"""The triton backend, parent side.
+
+Correctness runs wherever the backend runs: on the GPU, or under Triton's CPU interpreter
+(`TRITON_INTERPRET=1`, with nkibench.triton.interpreter's fixes) on a host without one, as CI
+does. Timing needs the GPU: a latency here is always `measured`, never estimated.
+
+Every evaluation draws fresh seeds (unless the caller names them), so a kernel is never
+checked twice on the same inputs. A kernel more than `reverify_speedup` times faster than
+its task's baseline is re-verified before its result counts: timed again with fresh data
+written into the timed buffers before every run, and checked on fresh seeds in those same
+buffers.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nkibench.backend import package_version
+from nkibench.cost.tables import Sourced
+from nkibench.errors import BackendUnavailable
+from nkibench.failure import PhaseFailure
+from nkibench.harness import Session, profile_kernel, run_phase
+from nkibench.roofline import Peaks
+from nkibench.sandbox import Limits
+from nkibench.task import TaskSpec
+
+__all__ = ["DeviceCeilings", "TritonBackend", "probe_host"]
+
+PASSED_VARIABLES = (
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "TRITON_LIBCUDA_PATH",
+    "TRITON_PTXAS_PATH",
+    "NCCL_NVLS_ENABLE",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+)
+"""Tool and library locations a GPU child needs; never secrets."""
+REVERIFY_SPEEDUP = 10.0
+CACHE_SLOWDOWN = 1.5
+"""Fresh inputs may not be this much slower than rotated ones (plus a microsecond margin)."""
+
+
+@dataclass(frozen=True)
+class DeviceCeilings:
+    """What one GPU was measured to do (nkibench.triton.ceilings), and on which GPU."""
+
+    gpu: str
+    fingerprint: dict[str, str]
+    bandwidth_bytes_per_s: float
+    vector_flops: float
+    matmul_flops: dict[str, float]
+    method: dict[str, str] = field(default_factory=dict)
+
+    def peaks(self) -> Peaks:
+        def measured(value: float, what: str) -> Sourced:
+            return Sourced(value, f"measured on this {self.gpu}: {what}")
+
+        return Peaks(
+            self.gpu,
+            bandwidth=measured(self.bandwidth_bytes_per_s, "device-to-device copy"),
+            vector_flops=measured(self.vector_flops, "float32 FMA chains in a Triton kernel"),
+            matmul_flops=measured(self.matmul_flops["float32"], "tf32 torch.matmul"),
+            matmul_flops_bf16=measured(self.matmul_flops["bfloat16"], "bf16 torch.matmul"),
+            matmul_flops_fp16=measured(self.matmul_flops["float16"], "fp16 torch.matmul"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu,
+            "fingerprint": self.fingerprint,
+            "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
+            "vector_flops": self.vector_flops,
+            "matmul_flops": self.matmul_flops,
+            "method": self.method,
+        }
+
+
+@dataclass(frozen=True)
+class TritonHost:
+    gpu: str | None
+    """None: no GPU here, kernels run under Triton's interpreter (correctness only)."""
+    fingerprint: dict[str, str]
+
+
+_probe_lock = threading.Lock()
+_probes: dict[str, TritonHost] = {}
+_baselines: dict[tuple[str, str, str], float] = {}
+"""(task revision, shapes, GPU) → the baseline kernel's measured p50 in ms, per process."""
+
+
+def _run_phase(
+    kind: str,
+    request: dict[str, Any],
+    environment: dict[str, str],
+    limits: Limits,
+    workdir: Path | None = None,
+) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="nkibench-triton-", dir=workdir) as tmp:
+        return run_phase(kind, request, Path(tmp), limits, environment)
+
+
+def _environment(device: str | None, interpret: bool) -> dict[str, str]:
+    passed = {k: os.environ[k] for k in PASSED_VARIABLES if k in os.environ}
+    cache = Path(
+        os.environ.get("ACCELOPT_TRITON_CACHE", Path.home() / ".cache" / "accelopt" / "triton")
+    )
+    environment = {
+        **passed,
+        "PATH": os.environ.get("PATH", os.defpath),
+        "TRITON_CACHE_DIR": str(cache),
+    }
+    if interpret:
+        environment["TRITON_INTERPRET"] = "1"
+    if device is not None:
+        environment["CUDA_VISIBLE_DEVICES"] = device
+    return environment
+
+
+def probe_host(device: str | None = "0") -> TritonHost:
+    """What this host offers the triton backend (asked of a child once per process)."""
+    key = str(device)
+    with _probe_lock:
+        if key not in _probes:
+            answer = _run_phase(
+                "triton_probe",
+                {},
+                _environment(device, False),
+                Limits(timeout_s=120, memory_mb=None),
+            )
+            if not answer.get("ok"):
+                raise BackendUnavailable(f"the triton backend cannot start: {answer}")
+            _probes[key] = TritonHost(answer["gpu"], answer["fingerprint"])
+        return _probes[key]
+
+
+class TritonBackend:
+    name = "triton"
+    dialect = "triton"
+    kernel_phase = "triton_kernel"
+    reference_phase = "triton_reference"
+    fresh_inputs = True
+
+    def __init__(
+        self,
+        *,
+        device: str = "0",
+        require_gpu: bool = False,
+        ceilings: DeviceCeilings | None = None,
+        reverify_speedup: float = REVERIFY_SPEEDUP,
+        host: TritonHost | None = None,
+        eager: bool = False,
+    ) -> None:
+        self.device = device
+        self.host = host or probe_host(device)
+        if require_gpu and self.host.gpu is None:
+            raise BackendUnavailable(
+                "no CUDA GPU is visible here (torch.cuda.is_available() is false): Triton "
+                "kernels can be checked under the CPU interpreter (accelopt check), but not timed"
+            )
+        self.ceilings = ceilings
+        self.reverify_speedup = reverify_speedup
+        self.with_eager = eager
+        """Also time the reference's forward() in PyTorch eager (`accelopt bench gpu`)."""
+
+    @property
+    def target(self) -> str:
+        return self.host.gpu or "interpreter"
+
+    def environment(self) -> dict[str, str]:
+        return _environment(self.device, self.host.gpu is None)
+
+    def limits(self, task: TaskSpec, shapes: str, threads: int) -> Limits:
+        # CUDA maps far more address space than it uses: no address-space limit on a GPU
+        memory = task.memory_mb if self.host.gpu is None else None
+        return Limits(timeout_s=task.timeout_for(shapes), memory_mb=memory, threads=threads)
+
+    def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
+        return {}
+
+    def resolve_target(self, requested: str) -> str:
+        return self.target
+
+    def peaks(self, target: str) -> Peaks | None:
+        return self.ceilings.peaks() if self.ceilings else None
+
+    def measure_ceilings(self) -> DeviceCeilings:
+        if self.host.gpu is None:
+            raise BackendUnavailable("device ceilings need a GPU")
+        answer = _run_phase(
+            "triton_ceilings", {}, self.environment(), Limits(timeout_s=600, memory_mb=None)
+        )
+        if not answer.get("ok"):
+            raise BackendUnavailable(f"measuring the device's ceilings failed: {answer}")
+        measured = answer["ceilings"]
+        return DeviceCeilings(
+            self.host.gpu,
+            self.host.fingerprint,
+            measured["bandwidth_bytes_per_s"],
+            measured["vector_flops"],
+            measured["matmul_flops"],
+            measured["method"],
+        )
+
+    # --- timing ------------------------------------------------------------------------
+
+    def measure(self, session: Session, kernel: dict[str, Any]) -> None:
+        if self.host.gpu is None:
+            raise PhaseFailure("measurement", "no GPU here: Triton kernels are timed on a GPU")
+        measured = self._time(session, fresh_seeds=None)
+        stats = measured["latency"]
+        result = session.result
+        result.latency_ms = stats["p50"]
+        result.latency_kind = "measured"
+        if "eager" in measured:
+            stats = {**stats, "eager_p50": measured["eager"]["p50"]}
+        result.latency_stats = {
+            **stats,
+            "synchronised_ms": measured["synchronised_ms"],
+            "launch_overhead_ms": measured["launch_overhead_ms"],
+        }
+        baseline = self._baseline_ms(session)
+        if baseline is not None and baseline / stats["p50"] > self.reverify_speedup:
+            self._reverify(session, stats, baseline)
+
+    def _time(
+        self, session: Session, fresh_seeds: list[int] | None, fresh: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        request = {
+            **session.kernel_request(session.manifest),
+            **(fresh or {}),
+            "eager": self.with_eager and not fresh,
+        }
+        if fresh_seeds:
+            request["fresh_seeds"] = fresh_seeds
+        measured = session.child("triton_measure", request)
+        if not measured["ok"]:
+            raise PhaseFailure(measured["kind"], measured["message"], measured.get("line") or None)
+        return measured
+
+    def _baseline_ms(self, session: Session) -> float | None:
+        """The task's own kernel's p50 on this GPU (timed once per process)."""
+        task = session.task
+        if session.source == task.kernel_source:
+            return None
+        key = (task.content_hash, session.shapes, self.target)
+        if key not in _baselines:
+            baseline = profile_kernel(
+                task,
+                backend=TritonBackend(
+                    device=self.device,
+                    host=self.host,
+                    ceilings=self.ceilings,
+                    reverify_speedup=float("inf"),
+                ),
+                shapes=session.shapes,
+                cancel=session.cancel,
+            )
+            if baseline.latency_ms is None:
+                return None
+            _baselines[key] = baseline.latency_ms
+        return _baselines[key]
+
+    def _reverify(self, session: Session, rotated: dict[str, float], baseline: float) -> None:
+        """Fresh seeds from the reference, written into the timed buffers; timed again with
+        fresh data before every run."""
+        seeds = [secrets.randbelow(2**31) for _ in session.seeds]
+        fresh_data = session.root / "fresh_data"
+        fresh_out = session.root / "fresh_outputs"
+        reference = session.child(
+            self.reference_phase, {**session.common, "seeds": seeds, "data_dir": str(fresh_data)}
+        )
+        if not reference["ok"]:
+            raise PhaseFailure("task", reference["message"])
+        measured = self._time(
+            session,
+            seeds,
+            {
+                "fresh_manifest": reference["seeds"],
+                "fresh_data_dir": str(fresh_data),
+                "fresh_out_dir": str(fresh_out),
+            },
+        )
+        fresh = measured["fresh"]
+        for seed in seeds:
+            if any(fresh["seeds"][str(seed)]["never_written"]):
+                raise PhaseFailure(
+                    "cheat",
+                    f"re-verification, fresh seed {seed}: output "
+                    "elements were never written in the timed buffers",
+                )
+        comparison = session.child(
+            "compare",
+            {
+                **session.common,
+                "seeds": seeds,
+                "data_dir": str(fresh_data),
+                "out_dir": str(fresh_out),
+                "manifest": reference["seeds"],
+                "output_counts": {str(s): fresh["seeds"][str(s)]["outputs"] for s in seeds},
+                "transform": False,
+                "rel_tol": session.task.rel_tol,
+            },
+        )
+        for seed in seeds:
+            verdict = comparison["seeds"].get(str(seed))
+            if verdict is None or not verdict["correct"]:
+                message = verdict["message"] if verdict else "not compared"
+                raise PhaseFailure(
+                    "cheat",
+                    (
+                        f"{baseline / rotated['p50']:.0f}x faster than the baseline, and wrong on "
+                        f"fresh inputs written into the timed buffers (seed {seed}: {message}): "
+                        "results cached across calls"
+                    ),
+                )
+        fresh_p50 = fresh["latency"]["p50"]
+        if fresh_p50 > CACHE_SLOWDOWN * rotated["p50"] + 1e-3:
+            raise PhaseFailure(
+                "cheat",
+                (
+                    f"{fresh_p50:.4f} ms on fresh inputs against {rotated['p50']:.4f} ms on "
+                    "repeated ones: results cached across calls"
+                ),
+            )
+        session.result.latency_stats |= {
+            "reverified": 1.0,
+            "fresh_p50": fresh_p50,
+            "baseline_ms": baseline,
+        }
+        session.result.seeds = [*session.result.seeds, *seeds]
+
+    def fingerprint(self, target: str) -> dict[str, str]:
+        return {
+            "backend": self.name,
+            "target": self.target,
+            "latency_kind": "measured" if self.host.gpu else "none (interpreter)",
+            **self.host.fingerprint,
+            "accelopt": package_version("accelopt"),
+        }

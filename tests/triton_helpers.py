@@ -1,0 +1,23 @@
+"""Shared by the triton backend's tests: the GPU suite, planted kernels, a backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nkibench.gpu_benchmark import SUITE_GPU
+from nkibench.triton.backend import TritonBackend
+
+PLANTED = Path(__file__).with_name("triton_kernels")
+SILU = SUITE_GPU / "silu"
+GPU_TASKS = sorted(p.name for p in SUITE_GPU.iterdir() if (p / "task.toml").is_file())
+
+
+@pytest.fixture(scope="session")
+def triton_backend() -> TritonBackend:
+    return TritonBackend()
+
+
+def planted(name: str) -> str:
+    return (PLANTED / f"{name}.py").read_text()
