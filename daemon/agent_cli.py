@@ -25,7 +25,6 @@ from nkibench.backend import NkisimBackend
 from nkibench.cost.tables import GENERATIONS
 from nkibench.neuron import NeuronBackend
 from nkibench.task import load_task
-from nkibench.triton.backend import TritonBackend
 from store.projections.runner import replay
 from store.sql import SqlEventStore
 
@@ -39,9 +38,7 @@ def _backend_factory(
 ) -> tuple[Any, str]:
     if backend == "triton":
         gpu = triton_backend(store, str(core), require_gpu=True)
-        return (
-            lambda: TritonBackend(device=gpu.device, host=gpu.host, ceilings=gpu.ceilings)
-        ), gpu.target
+        return gpu.replica, gpu.target
     if backend == "neuron":
         probe = NeuronBackend(core=core, target=target)
         return (
@@ -147,7 +144,7 @@ def optimize_command(
     task = load_task(task_dir)
     task.overrides(shapes)
     store = open_migrated_store(ctx)
-    backend = backend or ("triton" if task.dialect == "triton" else "nkisim")
+    backend = backend or task.default_backend
     make_backend, resolved_target = _backend_factory(backend, target, core, store)
     recorder = Recorder(store)
     record_revision(recorder, task)

@@ -110,7 +110,7 @@ def check_command(
 ) -> None:
     """Check a task's kernel for correctness. Exit 0 correct, 1 the kernel failed, 2 bad task."""
     task = load_task(task_dir)
-    backend = backend or ("triton" if task.dialect == "triton" else "nkisim")
+    backend = backend or task.default_backend
     runner: Backend = TritonBackend(device=device) if backend == "triton" else NkisimBackend()
     result = check_kernel(
         task, backend=runner, shapes=shapes, seeds=_seed_list(seeds_text), target=target
@@ -212,7 +212,7 @@ def profile_command(
     """Check a kernel, time it, and put it against the task's roofline (% of peak).
     Exit 0 correct and timed, 1 the kernel failed or could not be timed, 2 bad task."""
     task = load_task(task_dir)
-    backend = backend or ("triton" if task.dialect == "triton" else "nkisim")
+    backend = backend or task.default_backend
     runner: Backend
     if backend == "triton":
         gpu = triton_backend(open_migrated_store(ctx), device, require_gpu=True)

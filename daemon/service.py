@@ -54,7 +54,6 @@ from events.codec import decode
 from nkibench.backend import Backend, NkisimBackend, package_version
 from nkibench.neuron import NeuronBackend
 from nkibench.task import DIALECTS, TaskSpec
-from nkibench.triton.backend import TritonBackend
 from store.engine import make_engine
 from store.jobs import SqlJobQueue
 from store.migrate import upgrade
@@ -122,7 +121,7 @@ class Daemon:
         devices = self.options.devices
         if self.options.backend == "triton":
             gpus = [triton_backend(self.store, d, require_gpu=True) for d in devices]
-            workers = [(f"gpu{g.device}", _triton_factory(g)) for g in gpus]
+            workers = [(f"gpu{g.device}", g.replica) for g in gpus]
             return workers, "triton", gpus[0].target
         if self.options.backend == "neuron":
             first = NeuronBackend(core=int(devices[0]), target=self.options.target)
@@ -481,13 +480,6 @@ PORTFOLIO_TYPES = frozenset(
 LIBRARY_TYPES = frozenset(
     {"KernelSourceChanged", "KernelPromoted", "KernelDemoted", "KernelRemoved"}
 )
-
-
-def _triton_factory(gpu: TritonBackend) -> Any:
-    def make() -> Backend:
-        return TritonBackend(device=gpu.device, host=gpu.host, ceilings=gpu.ceilings)
-
-    return make
 
 
 def _neuron_factory(core: int, target: str, host: Any) -> Any:

@@ -137,7 +137,7 @@ class TaskWatcher:
                 raise TaskError(
                     f"{folder / 'task.toml'}: backend: a {task.dialect} task, and this daemon "
                     f"runs {self.dialect} kernels (start one with --backend "
-                    f"{'triton' if task.dialect == 'triton' else 'nkisim'} for it)"
+                    f"{task.default_backend} for it)"
                 )
         except TaskError as e:
             record_invalid(self.recorder, name, key, content_hash, e.message)

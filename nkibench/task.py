@@ -100,6 +100,11 @@ class TaskSpec:
         return DIALECTS[self.backend]
 
     @property
+    def default_backend(self) -> str:
+        """The backend that runs it anywhere: nkisim for NKI, triton (GPU or interpreter)."""
+        return "triton" if self.dialect == "triton" else "nkisim"
+
+    @property
     def shape_names(self) -> list[str]:
         return [FULL, *sorted(self.shape_sets)]
 

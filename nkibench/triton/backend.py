@@ -169,6 +169,16 @@ class TritonBackend:
         self.with_eager = eager
         """Also time the reference's forward() in PyTorch eager (`accelopt bench gpu`)."""
 
+    def replica(self) -> TritonBackend:
+        """A backend for another job on the same GPU: the probe and the ceilings shared."""
+        return TritonBackend(
+            device=self.device,
+            host=self.host,
+            ceilings=self.ceilings,
+            reverify_speedup=self.reverify_speedup,
+            eager=self.with_eager,
+        )
+
     @property
     def target(self) -> str:
         return self.host.gpu or "interpreter"
@@ -251,16 +261,10 @@ class TritonBackend:
             return None
         key = (task.content_hash, session.shapes, self.target)
         if key not in _baselines:
+            yardstick = self.replica()
+            yardstick.reverify_speedup = float("inf")  # the baseline is not re-verified
             baseline = profile_kernel(
-                task,
-                backend=TritonBackend(
-                    device=self.device,
-                    host=self.host,
-                    ceilings=self.ceilings,
-                    reverify_speedup=float("inf"),
-                ),
-                shapes=session.shapes,
-                cancel=session.cancel,
+                task, backend=yardstick, shapes=session.shapes, cancel=session.cancel
             )
             if baseline.latency_ms is None:
                 return None
