@@ -96,13 +96,10 @@ _baselines: dict[tuple[str, str, str], float] = {}
 
 
 def _run_phase(
-    kind: str,
-    request: dict[str, Any],
-    environment: dict[str, str],
-    limits: Limits,
-    workdir: Path | None = None,
+    kind: str, request: dict[str, Any], environment: dict[str, str], limits: Limits
 ) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="nkibench-triton-", dir=workdir) as tmp:
+    """A phase outside any check (the probe, the ceilings), in a directory of its own."""
+    with tempfile.TemporaryDirectory(prefix="nkibench-triton-") as tmp:
         return run_phase(kind, request, Path(tmp), limits, environment)
 
 

@@ -281,26 +281,17 @@ def measure_phase(request: dict[str, Any], restore: Restore) -> dict[str, Any]:
     }
     hidden = synchronised - overhead - stats["p50"]
     if hidden > max(0.2, stats["p50"]):
-        return {
-            "ok": False,
-            "kind": "cheat",
-            "line": 0,
-            "message": (
-                f"run() takes {synchronised - overhead:.3f} ms when the whole device is waited "
-                f"for, but {stats['p50']:.3f} ms on the timed stream: its work escapes the timer "
-                "(a side stream)"
-            ),
-        }
+        return _cheat(
+            f"run() takes {synchronised - overhead:.3f} ms when the whole device is waited "
+            f"for, but {stats['p50']:.3f} ms on the timed stream: its work escapes the timer "
+            "(a side stream)"
+        )
     for number, (args, copy) in enumerate(zip(sets, copies, strict=True)):
         changed = inputs_changed(args, copy)
         if changed:
-            return {
-                "ok": False,
-                "kind": "cheat",
-                "line": 0,
-                "message": f"timing modified input(s) {changed} of set {number}: inputs must "
-                "be left as given",
-            }
+            return _cheat(
+                f"timing modified input(s) {changed} of set {number}: inputs must be left as given"
+            )
     if request.get("eager"):
         module = load_reference(Path(request["reference"]), request["overrides"])
         with torch.no_grad():
@@ -311,8 +302,12 @@ def measure_phase(request: dict[str, Any], restore: Restore) -> dict[str, Any]:
                 request, restore, kernel, timer, buffers=sets[0], rotated=stats
             )
         except Cheat as e:
-            return {"ok": False, "kind": "cheat", "line": 0, "message": str(e)}
+            return _cheat(e.message)
     return result
+
+
+def _cheat(message: str) -> dict[str, Any]:
+    return {"ok": False, "kind": "cheat", "line": 0, "message": message}
 
 
 def _reverify(
