@@ -27,36 +27,16 @@ def device_ceilings(store: EventStore, backend: TritonBackend) -> DeviceCeilings
     recorder = Recorder(store)
     stream = f"device:{key}"
     for event in recorder.of_type(stream, DeviceCeilingsMeasured):
-        return DeviceCeilings(
-            event.gpu,
-            event.fingerprint,
-            event.bandwidth_bytes_per_s,
-            event.vector_flops,
-            event.matmul_flops,
-            event.method,
-        )
+        return DeviceCeilings(**event.model_dump(exclude={"device_key"}))
     measured = backend.measure_ceilings()
-    recorder.record(
-        stream,
-        DeviceCeilingsMeasured(
-            device_key=key,
-            gpu=measured.gpu,
-            fingerprint=measured.fingerprint,
-            bandwidth_bytes_per_s=measured.bandwidth_bytes_per_s,
-            vector_flops=measured.vector_flops,
-            matmul_flops=measured.matmul_flops,
-            method=measured.method,
-        ),
-        key=f"ceilings|{key}",
-    )
+    event = DeviceCeilingsMeasured(device_key=key, **measured.to_json())
+    recorder.record(stream, event, key=f"ceilings|{key}")
     return measured
 
 
-def triton_backend(store: EventStore | None, device: str, *, require_gpu: bool) -> TritonBackend:
-    """A triton backend for `device`, with its ceilings when it has a GPU and a log."""
+def triton_backend(store: EventStore, device: str, *, require_gpu: bool) -> TritonBackend:
+    """A triton backend for `device`, with its GPU's ceilings (from the log, or measured)."""
     backend = TritonBackend(device=device, require_gpu=require_gpu)
     if backend.host.gpu is not None:
-        backend.ceilings = (
-            device_ceilings(store, backend) if store is not None else backend.measure_ceilings()
-        )
+        backend.ceilings = device_ceilings(store, backend)
     return backend

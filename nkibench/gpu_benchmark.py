@@ -4,13 +4,12 @@ the timer's spread). Every latency here is measured."""
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nkibench.harness import profile_kernel
+from nkibench.harness import fresh_seeds, profile_kernel
 from nkibench.task import TaskSpec, load_task
 from nkibench.triton.backend import TritonBackend
 
@@ -31,8 +30,7 @@ def gpu_suite(names: list[str] | None = None) -> list[TaskSpec]:
 
 
 def _row(backend: TritonBackend, task: TaskSpec, shapes: str, seeds: int) -> dict[str, Any]:
-    fresh = tuple(secrets.randbelow(2**31) for _ in range(seeds))
-    result = profile_kernel(task, backend=backend, shapes=shapes, seeds=fresh)
+    result = profile_kernel(task, backend=backend, shapes=shapes, seeds=fresh_seeds(seeds))
     row: dict[str, Any] = {
         "task": task.name,
         "dtype": task.dtype,

@@ -30,7 +30,7 @@ from nkibench.static_check import check_source, violation_kind
 from nkibench.task import KERNEL_FILE, TaskSpec
 from nkibench.triton.phases import TRITON_PHASES
 
-__all__ = ["Session", "check_kernel", "profile_kernel", "run_phase"]
+__all__ = ["Session", "check_kernel", "fresh_seeds", "profile_kernel", "run_phase"]
 
 CHILD = "nkibench.child"
 
@@ -167,20 +167,39 @@ class Session:
                     )
         return kernel
 
-    def compare(self, manifest: dict[str, Any], kernel: dict[str, Any]) -> None:
+    def verdicts(
+        self,
+        manifest: dict[str, Any],
+        ran: dict[str, Any],
+        *,
+        seeds: tuple[int, ...] | list[int] | None = None,
+        data_dir: Path | None = None,
+        out_dir: Path | None = None,
+    ) -> dict[str, Any]:
+        """The comparison phase's verdict per seed on the outputs of `ran` (a kernel phase's
+        per-seed results); seeds and folders default to the session's own."""
+        chosen = list(seeds or self.seeds)
         request = {
             **self.common,
+            "seeds": chosen,
+            **({"data_dir": str(data_dir)} if data_dir else {}),
+            **({"out_dir": str(out_dir)} if out_dir else {}),
             "manifest": manifest,
-            "output_counts": {str(s): kernel["seeds"][str(s)]["outputs"] for s in self.seeds},
+            "output_counts": {str(s): ran[str(s)]["outputs"] for s in chosen},
             "rel_tol": self.task.rel_tol,
             "transform": self.task.dialect == "nki",
         }
         comparison = self.child("compare", request)
         if not comparison["ok"]:
             raise PhaseFailure("task", comparison["message"])
+        verdicts: dict[str, Any] = comparison["seeds"]
+        return verdicts
+
+    def compare(self, manifest: dict[str, Any], kernel: dict[str, Any]) -> None:
+        verdicts = self.verdicts(manifest, kernel["seeds"])
         worst = 0.0
         for seed in self.seeds:
-            verdict = comparison["seeds"][str(seed)]
+            verdict = verdicts[str(seed)]
             if verdict["max_rel_l2"] is not None:
                 worst = max(worst, verdict["max_rel_l2"])
             if not verdict["correct"]:
@@ -188,6 +207,11 @@ class Session:
                 raise PhaseFailure("incorrect", f"seed {seed}: {verdict['message']}")
         self.result.max_rel_l2 = worst
         self.result.correct = True
+
+
+def fresh_seeds(count: int) -> tuple[int, ...]:
+    """Seeds never used before (a kernel cannot know its inputs in advance)."""
+    return tuple(secrets.randbelow(2**31) for _ in range(count))
 
 
 def _task_work(task: TaskSpec, shapes: str, counted: dict[str, Any] | None) -> Work | str:
@@ -222,8 +246,9 @@ def _apply_roofline(result: KernelResult, work: Work | str, peaks: Peaks | None)
         return
     seconds = result.latency_ms * 1e-3
     result.pct_of_peak = pct_of_peak(line.seconds, seconds)
-    if result.latency_kind == "measured" and result.backend == "triton":
-        # a GPU has no engine counters here: the rates achieved against the measured ceilings
+    if not result.counters:
+        # a backend without counters of its own (a GPU here): the rates achieved against the
+        # ceilings, and the roofline's term as the bound
         result.bound_by = result.bound_by or line.bound
         result.counters |= {
             "achieved_bandwidth_gbps": work.bytes / seconds / 1e9,
@@ -261,8 +286,8 @@ def _evaluate(
         )
     source = task.kernel_source if kernel_source is None else kernel_source
     target = backend.resolve_target(target)
-    fresh = tuple(secrets.randbelow(2**31) for _ in task.seeds)
-    chosen_seeds = tuple(seeds or (fresh if backend.fresh_inputs else task.seeds))
+    default = fresh_seeds(len(task.seeds)) if backend.fresh_inputs else task.seeds
+    chosen_seeds = tuple(seeds or default)
     result = KernelResult(task.name, backend.name, target, shapes, seeds=list(chosen_seeds))
     task.overrides(shapes)  # an unknown shape set is the caller's error, raised here
     limits = limits or backend.limits(task, shapes, threads)

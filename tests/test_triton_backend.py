@@ -98,3 +98,30 @@ def test_switching_streams_at_run_time_is_a_cheat(monkeypatch: pytest.MonkeyPatc
         torch.cuda.stream(None)
     with pytest.raises(Cheat, match="another CUDA stream"):
         torch.cuda.set_stream(None)
+
+
+def test_ceilings_are_measured_once_per_device_and_read_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from daemon.gpu import device_ceilings
+    from nkibench.triton.backend import DeviceCeilings, TritonHost
+    from store.memory import MemoryEventStore
+
+    fingerprint = {"gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "driver": "580"}
+    backend = TritonBackend(host=TritonHost("NVIDIA H100 80GB HBM3", fingerprint))
+    rates = {"bfloat16": 6.9e14, "float16": 6.6e14, "float32": 3.7e14, "float32_ieee": 5.2e13}
+    measured = DeviceCeilings(backend.target, fingerprint, 3e12, 6.6e13, rates, {"copy": "1 GiB"})
+    calls: list[int] = []
+
+    def measure() -> DeviceCeilings:
+        calls.append(1)
+        return measured
+
+    monkeypatch.setattr(backend, "measure_ceilings", measure)
+    store = MemoryEventStore()
+    assert device_ceilings(store, backend) == measured
+    assert device_ceilings(store, backend) == measured  # read back from the event
+    assert calls == [1]
+    peaks = measured.peaks()
+    assert peaks.matmul_rate("bfloat16").value == 6.9e14
+    assert peaks.matmul_rate("float32").value == 3.7e14  # tf32: Triton's float32 dot

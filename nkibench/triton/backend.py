@@ -14,7 +14,6 @@ buffers.
 from __future__ import annotations
 
 import os
-import secrets
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from nkibench.backend import package_version
 from nkibench.cost.tables import Sourced
 from nkibench.errors import BackendUnavailable
 from nkibench.failure import PhaseFailure
-from nkibench.harness import Session, profile_kernel, run_phase
+from nkibench.harness import Session, fresh_seeds, profile_kernel, run_phase
 from nkibench.roofline import Peaks
 from nkibench.sandbox import Limits
 from nkibench.task import TaskSpec
@@ -271,7 +270,7 @@ class TritonBackend:
     def _reverify(self, session: Session, rotated: dict[str, float], baseline: float) -> None:
         """Fresh seeds from the reference, written into the timed buffers; timed again with
         fresh data before every run."""
-        seeds = [secrets.randbelow(2**31) for _ in session.seeds]
+        seeds = list(fresh_seeds(len(session.seeds)))
         fresh_data = session.root / "fresh_data"
         fresh_out = session.root / "fresh_outputs"
         reference = session.child(
@@ -296,21 +295,11 @@ class TritonBackend:
                     f"re-verification, fresh seed {seed}: output "
                     "elements were never written in the timed buffers",
                 )
-        comparison = session.child(
-            "compare",
-            {
-                **session.common,
-                "seeds": seeds,
-                "data_dir": str(fresh_data),
-                "out_dir": str(fresh_out),
-                "manifest": reference["seeds"],
-                "output_counts": {str(s): fresh["seeds"][str(s)]["outputs"] for s in seeds},
-                "transform": False,
-                "rel_tol": session.task.rel_tol,
-            },
+        verdicts = session.verdicts(
+            reference["seeds"], fresh["seeds"], seeds=seeds, data_dir=fresh_data, out_dir=fresh_out
         )
         for seed in seeds:
-            verdict = comparison["seeds"].get(str(seed))
+            verdict = verdicts.get(str(seed))
             if verdict is None or not verdict["correct"]:
                 message = verdict["message"] if verdict else "not compared"
                 raise PhaseFailure(
