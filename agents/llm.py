@@ -19,8 +19,8 @@ import openai
 
 from agents.config import Budget, LLMConfig, Role
 from agents.ledger import Ledger
-from agents.recorder import Recorder
 from events.catalog import LLMCallCompleted
+from store.recorder import Recorder
 
 __all__ = ["BudgetExhausted", "Completion", "LLMClient", "LLMError"]
 

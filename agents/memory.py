@@ -19,7 +19,7 @@ from typing import Any, Literal
 from events.base import Event
 from events.catalog import ExperienceSummarized
 from events.envelope import Envelope
-from nkibench.operators import similarity
+from nkibench.task.operators import similarity
 
 __all__ = ["MemoryItem", "MemoryProjection", "MemoryState", "shown_to_planner"]
 

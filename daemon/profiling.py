@@ -6,27 +6,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nkibench.backend import Backend, NkisimBackend
+from nkibench.backend import Backend
 from nkibench.harness import profile_kernel
 from nkibench.result import KernelResult
-from nkibench.task import TaskSpec
+from nkibench.task.spec import TaskSpec
 
 __all__ = ["LocalProfiler"]
 
 
 @dataclass
 class LocalProfiler:
-    """One kernel at a time (a daemon runs one per device)."""
+    """One kernel at a time, in this process (`optimize`; a daemon queues jobs instead)."""
 
-    make_backend: Callable[[], Backend] = NkisimBackend
-    target: str = "trn1"
-    shapes: str = "small"
+    make_backend: Callable[[], Backend]
+    backend_name: str
+    target: str
+    shapes: str
     seeds: tuple[int, ...] | None = None
     workdir: Path | None = None
-
-    @property
-    def backend_name(self) -> str:
-        return self.make_backend().name
 
     def profile(self, task: TaskSpec, source: str, *, job_id: str) -> KernelResult:
         return profile_kernel(

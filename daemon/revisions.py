@@ -14,11 +14,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from agents.recorder import Recorder
 from events.catalog import KernelRemoved, KernelSourceChanged, TaskInvalid
 from nkibench.errors import TaskError
-from nkibench.task import TASK_FILES, TaskSpec, folder_hash, load_task
+from nkibench.task.spec import TASK_FILES, TaskSpec, folder_hash, load_task
 from store.base import EventStore
+from store.recorder import Recorder
 
 __all__ = ["materialize", "record_invalid", "record_removed", "record_revision"]
 

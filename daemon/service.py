@@ -34,9 +34,8 @@ from agents.config import SearchConfig
 from agents.ledger import Ledger
 from agents.llm import LLMClient
 from agents.memory import MemoryProjection
-from agents.recorder import Recorder
 from agents.search import IDLE, Interrupted, Search
-from daemon.gpu import triton_backend
+from daemon.backends import open_for_command
 from daemon.library import promotions, sync_library
 from daemon.notify import Notifier
 from daemon.portfolio import PortfolioView, choose
@@ -51,14 +50,15 @@ from events.catalog import (
     KernelSourceChanged,
 )
 from events.codec import decode
-from nkibench.backend import Backend, NkisimBackend, package_version
-from nkibench.neuron import NeuronBackend
-from nkibench.task import DIALECTS, TaskSpec
+from nkibench.backends import backend_info
+from nkibench.policy.provenance import package_version
+from nkibench.task.spec import TaskSpec
 from store.engine import make_engine
 from store.jobs import SqlJobQueue
 from store.migrate import upgrade
 from store.projections.library import LibraryProjection
 from store.projections.runner import ProjectionRunner
+from store.recorder import Recorder
 from store.sql import SqlEventStore
 
 __all__ = ["Daemon", "DaemonOptions"]
@@ -115,25 +115,6 @@ class Daemon:
         self.reason = "stopped"
 
     # --- wiring ------------------------------------------------------------------------
-
-    def _backend(self) -> tuple[list[tuple[str, Any]], str, str]:
-        """(worker name, backend factory) per device, the backend's name, the target."""
-        devices = self.options.devices
-        if self.options.backend == "triton":
-            gpus = [triton_backend(self.store, d, require_gpu=True) for d in devices]
-            workers = [(f"gpu{g.device}", g.replica) for g in gpus]
-            return workers, "triton", gpus[0].target
-        if self.options.backend == "neuron":
-            first = NeuronBackend(core=int(devices[0]), target=self.options.target)
-            workers = [
-                (f"neuron{d}", _neuron_factory(int(d), first.target, first.host)) for d in devices
-            ]
-            return workers, "neuron", first.target
-        return (
-            [(f"cpu{d}", NkisimBackend) for d in devices],
-            "nkisim",
-            self.options.target or "trn1",
-        )
 
     def _signals(self) -> None:
         def stop(number: int, _frame: Any) -> None:
@@ -373,12 +354,15 @@ class Daemon:
     def run(self) -> int:
         self._signals()
         self._open()
-        factories, self.backend_name, self.target = self._backend()
+        opened = open_for_command(
+            self.options.backend, self.options.devices, self.options.target, self.store
+        )
+        self.backend_name, self.target = opened.name, opened.target
         workdir = self.state_dir / "work"
         workdir.mkdir(parents=True, exist_ok=True)
         self.workers = [
             Worker(name, self.queue, factory, workdir=workdir, stop=self.stopping)
-            for name, factory in factories
+            for name, factory in opened.devices
         ]
         host = platform.node()
         self.recorder.record(
@@ -397,7 +381,7 @@ class Daemon:
             self.recorder,
             observer=self.options.observer,
             on_change=lambda _task: self.wake.set(),
-            dialect=DIALECTS[self.backend_name],
+            dialects=backend_info(self.backend_name).dialects,
         )
         self.watcher.start()
         for worker in self.workers:
@@ -480,10 +464,3 @@ PORTFOLIO_TYPES = frozenset(
 LIBRARY_TYPES = frozenset(
     {"KernelSourceChanged", "KernelPromoted", "KernelDemoted", "KernelRemoved"}
 )
-
-
-def _neuron_factory(core: int, target: str, host: Any) -> Any:
-    def make() -> Backend:
-        return NeuronBackend(core=core, target=target, host=host)
-
-    return make

@@ -24,13 +24,13 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
-from agents.recorder import Recorder
 from daemon.revisions import record_invalid, record_removed, record_revision
 from events.base import Event
 from events.catalog import KernelRemoved, KernelSourceChanged, TaskInvalid
 from events.codec import decode
 from nkibench.errors import TaskError
-from nkibench.task import TASK_FILES, folder_hash, load_task
+from nkibench.task.spec import TASK_FILES, folder_hash, load_task
+from store.recorder import Recorder
 
 __all__ = ["ObserverKind", "TaskWatcher"]
 
@@ -80,11 +80,11 @@ class TaskWatcher:
         observer: ObserverKind = "auto",
         debounce_s: float = 0.4,
         on_change: Callable[[str], None] | None = None,
-        dialect: str = "nki",
+        dialects: tuple[str, ...] = ("nki",),
     ) -> None:
         self.root = root.resolve()
-        self.dialect = dialect
-        """The kernel language this daemon's backend runs; other tasks are not its to use."""
+        self.dialects = dialects
+        """The kernel languages this daemon's backend runs; other tasks are not its to use."""
         self.recorder = recorder
         self.observer_kind = observer
         self.debounce_s = debounce_s
@@ -133,10 +133,10 @@ class TaskWatcher:
             return
         try:
             task = load_task(folder)
-            if task.dialect != self.dialect:
+            if task.dialect not in self.dialects:
                 raise TaskError(
                     f"{folder / 'task.toml'}: backend: a {task.dialect} task, and this daemon "
-                    f"runs {self.dialect} kernels (start one with --backend "
+                    f"runs {', '.join(self.dialects)} kernels (start one with --backend "
                     f"{task.default_backend} for it)"
                 )
         except TaskError as e:

@@ -22,8 +22,8 @@ from nkibench.backend import Backend
 from nkibench.errors import TaskError
 from nkibench.harness import profile_kernel
 from nkibench.result import KernelResult
-from nkibench.sandbox import Cancelled
-from nkibench.task import TaskSpec, load_task
+from nkibench.sandbox.process import Cancelled
+from nkibench.task.spec import TaskSpec, load_task
 from store.jobs import Job, SqlJobQueue
 
 __all__ = ["QueuedProfiler", "Worker"]

@@ -240,7 +240,7 @@ class ExperienceSummarized(Event):
     search_id: str | None
     """None for items recorded before version 2."""
     operators: list[str]
-    """The task's operators (nkibench.operators), for retrieval by similarity across tasks."""
+    """The task's operators (nkibench.task.operators), for retrieval by similarity across tasks."""
     item_id: str
     polarity: Literal["positive", "negative"]
     slow_candidate_id: str

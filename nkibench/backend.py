@@ -1,52 +1,110 @@
-"""The interface every backend implements, and nkisim's implementation.
+"""The interface every backend implements, and the session a backend works in.
 
 The harness (nkibench.harness) owns the flow that is the same everywhere: the reference
-child, the kernel child, the comparison child, the roofline. A backend says which child phase
-runs kernels, what that child's environment and limits are, how the kernel's latency is
-obtained once it is known to be correct, and what hardware and toolchain produced it.
+child, the kernel child, the comparison child, the roofline. A backend says which kernel
+languages it runs, which functions its sandboxed children run for each phase (by name, so
+that the child imports them inside the sandbox and the harness names no backend), what those
+children's environment and limits are, how the kernel's latency is obtained once it is known
+to be correct, and what hardware and toolchain produced it.
 """
 
 from __future__ import annotations
 
-import platform
-from importlib.metadata import PackageNotFoundError, version
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Literal, Protocol
 
-import numpy as np
-
-from nkibench.cost import MODEL_VERSION
+from nkibench.policy.roofline import Peaks
 from nkibench.result import KernelResult
-from nkibench.roofline import PEAKS, Peaks
-from nkibench.sandbox import Limits
-from nkibench.task import TaskSpec
+from nkibench.sandbox.process import Limits
+from nkibench.task.spec import TaskSpec
 
-if TYPE_CHECKING:
-    from nkibench.harness import Session
+__all__ = [
+    "COMPARE_PHASE",
+    "REFERENCE_PHASE",
+    "REQUIRED_PHASES",
+    "Backend",
+    "Phase",
+    "PhaseOwner",
+    "Session",
+]
 
-__all__ = ["Backend", "NkisimBackend", "apply_estimate", "package_version"]
+PhaseOwner = Literal["kernel", "task", "backend"]
 
 
-def package_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "not installed"
+@dataclass(frozen=True)
+class Phase:
+    """One kind of sandboxed child a backend runs."""
+
+    entry: str
+    """"module:function", imported inside the child (the function takes the request and
+    returns the result, both JSON objects)."""
+    runs: PhaseOwner
+    """Whose code runs there, so whose fault its death is: the kernel's (a timeout, a crash),
+    the task's reference code, or the backend's own (a probe, the device's ceilings)."""
+    backend_environment: bool = False
+    """The child gets the backend's environment (the GPU, the Neuron tools)."""
+
+
+REFERENCE_PHASE = Phase("nkibench.sandbox.reference:reference_phase", "task")
+"""NumPy tasks' reference: inputs and expected outputs per seed."""
+COMPARE_PHASE = Phase("nkibench.sandbox.compare:compare_phase", "task")
+"""The comparison with the expected outputs (any backend)."""
+REQUIRED_PHASES = ("reference", "kernel", "compare")
+
+
+class Session(Protocol):
+    """One evaluation of a kernel against a task (nkibench.harness.Session): what a backend
+    may read and which children it may start while it measures."""
+
+    task: TaskSpec
+    source: str
+    seeds: tuple[int, ...]
+    shapes: str
+    target: str
+    limits: Limits
+    root: Path
+    result: KernelResult
+    cancel: threading.Event | None
+    manifest: dict[str, Any]
+
+    @property
+    def common(self) -> dict[str, Any]: ...
+
+    def child(self, phase: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Run the backend's phase `phase` in a sandboxed child and return its result."""
+        ...
+
+    def kernel_request(self, manifest: dict[str, Any]) -> dict[str, Any]: ...
+
+    def verdicts(
+        self,
+        manifest: dict[str, Any],
+        ran: dict[str, Any],
+        *,
+        seeds: tuple[int, ...] | list[int] | None = None,
+        data_dir: Path | None = None,
+        out_dir: Path | None = None,
+    ) -> dict[str, Any]: ...
 
 
 class Backend(Protocol):
     name: str
-    dialect: str
-    """The kernel language it runs: "nki" or "triton" (a task's `dialect`)."""
-    kernel_phase: str
-    """The child phase (nkibench.child.PHASES) that runs the kernel on every seed."""
-    reference_phase: str
-    """The child phase that makes inputs and expected outputs (NumPy or PyTorch)."""
+    dialects: frozenset[str]
+    """The kernel languages it runs (nkibench.dialects)."""
+
+    @property
+    def phases(self) -> Mapping[str, Phase]:
+        """Phase name → what the child runs; at least REQUIRED_PHASES."""
+        ...
+
     fresh_inputs: bool
     """Draw fresh seeds for every evaluation (unless the caller names seeds)."""
 
     def environment(self) -> dict[str, str]:
-        """What the kernel child needs in its environment besides the sandbox's own."""
+        """What the backend's children need in their environment besides the sandbox's own."""
         ...
 
     def limits(self, task: TaskSpec, shapes: str, threads: int) -> Limits: ...
@@ -69,61 +127,3 @@ class Backend(Protocol):
         """The target results are labelled with: the requested one where the backend models
         several (nkisim), the hardware it runs on otherwise."""
         ...
-
-
-def apply_estimate(result: KernelResult, estimate: dict[str, Any]) -> None:
-    result.latency_ms = estimate["latency_ms"]
-    result.latency_kind = "estimated"
-    result.model_version = estimate["model_version"]
-    result.bound_by = estimate["bound_by"]
-    result.counters = estimate["counters"]
-    result.engines = estimate["engines"]
-    result.hot_lines = estimate["hot_lines"]
-    result.schedule_seconds = estimate["schedule_seconds"]
-
-
-class NkisimBackend:
-    """nkisim interprets the kernel; the cost model estimates its latency from the trace."""
-
-    name = "nkisim"
-    dialect = "nki"
-    kernel_phase = "kernel"
-    reference_phase = "reference"
-    fresh_inputs = False
-
-    def __init__(self, *, trace_path: Path | None = None) -> None:
-        self.trace_path = trace_path
-
-    def environment(self) -> dict[str, str]:
-        return {}
-
-    def limits(self, task: TaskSpec, shapes: str, threads: int) -> Limits:
-        return Limits(timeout_s=task.timeout_for(shapes), memory_mb=task.memory_mb, threads=threads)
-
-    def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
-        return {
-            "estimate": profile,
-            "trace_path": str(self.trace_path) if self.trace_path else None,
-        }
-
-    def measure(self, session: Session, kernel: dict[str, Any]) -> None:
-        apply_estimate(session.result, kernel["estimate"])
-
-    def peaks(self, target: str) -> Peaks | None:
-        return PEAKS[target]
-
-    def resolve_target(self, requested: str) -> str:
-        return requested
-
-    def fingerprint(self, target: str) -> dict[str, str]:
-        return {
-            "backend": self.name,
-            "target": target,
-            "latency_kind": "estimated",
-            "cost_model": MODEL_VERSION,
-            "accelopt": package_version("accelopt"),
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "ml_dtypes": package_version("ml_dtypes"),
-            "machine": platform.machine(),
-        }

@@ -6,7 +6,16 @@ root of their own; the CLI renders them like accelopt's errors.
 
 from typing import ClassVar, Literal
 
-__all__ = ["ERROR_KINDS", "BackendUnavailable", "ErrorKind", "NkiBenchError", "TaskError"]
+__all__ = [
+    "ERROR_KINDS",
+    "BackendUnavailable",
+    "ConstraintViolation",
+    "ErrorKind",
+    "KernelError",
+    "NkiBenchError",
+    "PhaseFailure",
+    "TaskError",
+]
 
 ErrorKind = Literal[
     "rejected",  # the static check refused the kernel source (forbidden import or name)
@@ -60,3 +69,29 @@ class BackendUnavailable(NkiBenchError):
     """The backend asked for cannot run here; the message says what is missing."""
 
     exit_code: ClassVar[int] = 2
+
+
+class KernelError(Exception):
+    """A fault of the kernel (or of the interpreter's coverage) found while running it, of one
+    error kind, with a message meant for the person or the LLM who wrote the kernel: what
+    rule, which tensor, what to do instead."""
+
+    kind: ClassVar[ErrorKind] = "runtime"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConstraintViolation(KernelError):
+    """A documented NKI or hardware rule is broken (the Neuron compiler would refuse it)."""
+
+    kind: ClassVar[ErrorKind] = "constraint"
+
+
+class PhaseFailure(Exception):
+    """The typed failure of one phase of a check, as the harness and backends raise it."""
+
+    def __init__(self, kind: ErrorKind, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.kind, self.message, self.line = kind, message, line

@@ -1,7 +1,7 @@
 """Checking and profiling a kernel against its task: the parent side, which never runs task or
 kernel code.
 
-Sandboxed children do the work (see nkibench.child): the reference makes inputs and expected
+Sandboxed children do the work (see nkibench.sandbox.child): the reference makes inputs and expected
 outputs per seed, the backend runs the kernel, and the comparison applies the task's output
 transform and AccelOpt's relative-L2 rule; correctness stops at the first failing seed. A
 profile then asks the backend for the latency of the (correct) kernel and puts it against the
@@ -20,36 +20,39 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nkibench.backend import Backend, NkisimBackend
-from nkibench.errors import BackendUnavailable, ErrorKind
-from nkibench.failure import PhaseFailure
+from nkibench.backend import Backend, Phase, PhaseOwner
+from nkibench.backends.nkisim.backend import NkisimBackend
+from nkibench.dialects import get_dialect
+from nkibench.errors import BackendUnavailable, ErrorKind, PhaseFailure
+from nkibench.policy.roofline import Peaks, Work, pct_of_peak, roofline
 from nkibench.result import KernelResult
-from nkibench.roofline import Peaks, Work, pct_of_peak, roofline
-from nkibench.sandbox import ChildOutcome, Limits, run_child
-from nkibench.static_check import check_source, violation_kind
-from nkibench.task import KERNEL_FILE, TaskSpec
-from nkibench.triton.phases import TRITON_PHASES
+from nkibench.sandbox.process import ChildOutcome, Limits, run_child
+from nkibench.sandbox.static_check import check_source, violation_kind
+from nkibench.task.spec import KERNEL_FILE, TaskSpec
 
 __all__ = ["Session", "check_kernel", "fresh_seeds", "profile_kernel", "run_phase"]
 
-CHILD = "nkibench.child"
+CHILD = "nkibench.sandbox.child"
+"""The module every sandboxed child runs (it imports the phase's function by name)."""
 
 
 def run_phase(
-    kind: str,
+    name: str,
+    phase: Phase,
     request: dict[str, Any],
     workdir: Path,
     limits: Limits,
-    environment: dict[str, str] | None = None,
     *,
+    environment: dict[str, str] | None = None,
     cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Run one phase; a child that died without a result becomes a typed failure."""
-    result_path = workdir / f"{kind}.result.json"
+    """Run one phase in a sandboxed child; a child that died without a result becomes a
+    typed failure that says whose code died."""
+    result_path = workdir / f"{name}.result.json"
     outcome = run_child(
         CHILD,
-        {**request, "kind": kind, "result_path": str(result_path)},
-        workdir=workdir / kind,
+        {**request, "entry": phase.entry, "result_path": str(result_path)},
+        workdir=workdir / name,
         limits=limits,
         environment=environment,
         cancel=cancel,
@@ -57,21 +60,25 @@ def run_phase(
     if result_path.exists():
         result: dict[str, Any] = json.loads(result_path.read_text())
         return result
-    raise PhaseFailure(*_death(kind, outcome, limits))
+    raise PhaseFailure(*_death(name, phase, outcome, limits))
 
 
-KERNEL_PHASES = frozenset(
-    {"kernel", "neuron_kernel", "neuron_measure", "triton_kernel", "triton_measure"}
-)
-BACKEND_PHASES = KERNEL_PHASES | set(TRITON_PHASES)
-"""Phases that get the backend's environment (the GPU's, the Neuron tools')."""
+DEATH_KIND: dict[PhaseOwner, ErrorKind] = {
+    "kernel": "runtime",
+    "task": "task",
+    "backend": "measurement",
+}
 
 
-def _death(kind: str, outcome: ChildOutcome, limits: Limits) -> tuple[ErrorKind, str]:
-    kernel = kind in KERNEL_PHASES
-    who = "the kernel" if kernel else f"the task's reference code ({kind})"
+def _death(name: str, phase: Phase, outcome: ChildOutcome, limits: Limits) -> tuple[ErrorKind, str]:
+    who = {
+        "kernel": "the kernel",
+        "task": f"the task's reference code ({name})",
+        "backend": f"the backend's {name} phase",
+    }[phase.runs]
+    kind = DEATH_KIND[phase.runs]
     if outcome.timed_out:
-        return ("timeout" if kernel else "task"), (
+        return ("timeout" if phase.runs == "kernel" else kind), (
             f"{who} ran past the {limits.timeout_s:g} s limit and was killed with its process group"
         )
     number = outcome.signal
@@ -82,12 +89,8 @@ def _death(kind: str, outcome: ChildOutcome, limits: Limits) -> tuple[ErrorKind,
     if number in (signal.SIGKILL, signal.SIGXCPU):
         return "resource", f"{who} was killed ({outcome.describe_signal()}): memory or CPU limit"
     if number:
-        return (
-            "runtime" if kernel else "task"
-        ), f"{who} crashed with {outcome.describe_signal()}{detail}"
-    return (
-        "runtime" if kernel else "task"
-    ), f"{who} exited with status {outcome.returncode} and no result{detail}"
+        return kind, f"{who} crashed with {outcome.describe_signal()}{detail}"
+    return kind, f"{who} exited with status {outcome.returncode} and no result{detail}"
 
 
 @dataclass
@@ -118,9 +121,18 @@ class Session:
             "out_dir": str(self.root / "outputs"),
         }
 
-    def child(self, kind: str, request: dict[str, Any]) -> dict[str, Any]:
-        environment = self.backend.environment() if kind in BACKEND_PHASES else None
-        return run_phase(kind, request, self.root, self.limits, environment, cancel=self.cancel)
+    def child(self, phase: str, request: dict[str, Any]) -> dict[str, Any]:
+        declared = self.backend.phases[phase]
+        environment = self.backend.environment() if declared.backend_environment else None
+        return run_phase(
+            phase,
+            declared,
+            request,
+            self.root,
+            self.limits,
+            environment=environment,
+            cancel=self.cancel,
+        )
 
     def kernel_request(self, manifest: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -138,7 +150,7 @@ class Session:
 
     def reference(self, *, count_work: bool) -> dict[str, Any]:
         request = {**self.common, "count_work": count_work}
-        reference = self.child(self.backend.reference_phase, request)
+        reference = self.child("reference", request)
         if not reference["ok"]:
             raise PhaseFailure("task", reference["message"])
         self.result.forward_seconds = reference["seeds"][str(self.seeds[0])]["forward_s"]
@@ -146,7 +158,7 @@ class Session:
 
     def kernel(self, manifest: dict[str, Any], *, profile: bool) -> dict[str, Any]:
         request = {**self.kernel_request(manifest), **self.backend.kernel_request(self, profile)}
-        kernel = self.child(self.backend.kernel_phase, request)
+        kernel = self.child("kernel", request)
         if not kernel["ok"]:
             raise PhaseFailure(kernel["kind"], kernel["message"], kernel.get("line") or None)
         first = kernel["seeds"][str(self.seeds[0])]
@@ -187,7 +199,7 @@ class Session:
             "manifest": manifest,
             "output_counts": {str(s): ran[str(s)]["outputs"] for s in chosen},
             "rel_tol": self.task.rel_tol,
-            "transform": self.task.dialect == "nki",
+            "transform": get_dialect(self.task.dialect).output_transform,
         }
         comparison = self.child("compare", request)
         if not comparison["ok"]:
@@ -279,10 +291,10 @@ def _evaluate(
     cancel: threading.Event | None = None,
 ) -> KernelResult:
     started = time.monotonic()
-    if backend.dialect != task.dialect:
+    if task.dialect not in backend.dialects:
         raise BackendUnavailable(
             f"{task.path}: a {task.dialect} task; the {backend.name} backend runs "
-            f"{backend.dialect} kernels"
+            f"{', '.join(sorted(backend.dialects))} kernels"
         )
     source = task.kernel_source if kernel_source is None else kernel_source
     target = backend.resolve_target(target)

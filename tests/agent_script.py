@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from nkibench.benchmark import SUITE
+from nkibench.suites import NKI_SUITE as SUITE
 from tests.llm_server import Reply, Request
 
 KERNELS = Path(__file__).with_name("agent_kernels")

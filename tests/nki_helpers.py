@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from nkibench.kernel_loader import load_kernel
 from nkibench.nkisim.frontend import install_shadow_modules
 from nkibench.nkisim.machine import Config
 from nkibench.nkisim.runtime import KernelRun, execute
+from nkibench.sandbox.loader import load_kernel
 
 PRELUDE = """\
 import numpy as np

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from nkibench.sandbox import apply_limits
+from nkibench.sandbox.process import apply_limits
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ from events.catalog import (
     SearchFinished,
 )
 from events.codec import decode
-from nkibench.benchmark import SUITE
+from nkibench.suites import NKI_SUITE as SUITE
 from store.sql import SqlEventStore
 from tests import agent_script
 from tests.llm_server import ScriptedLLM, running_llm

@@ -23,7 +23,7 @@ from events.catalog import (
     SearchFinished,
     SearchStarted,
 )
-from nkibench.benchmark import SUITE
+from nkibench.suites import NKI_SUITE as SUITE
 from tests import agent_script
 from tests.llm_server import Reply, Request, ScriptedLLM, running_llm
 from tests.test_agents import SEARCH, events_of

@@ -16,7 +16,7 @@ from daemon.settings import Settings, SettingsError
 from events.catalog import ExperienceSummarized
 from events.envelope import Envelope
 from events.projection import fold
-from nkibench.operators import operators, similarity
+from nkibench.task.operators import operators, similarity
 
 PARENT = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n\n\ndef kernel(x):\n"
 

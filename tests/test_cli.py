@@ -16,6 +16,7 @@ import pytest
 from daemon.cli import main
 from events.codec import encode
 from events.envelope import NewEvent
+from nkibench.suites import NKI_SUITE
 from store.migrate import head_revision
 from store.projections.library import LibraryProjection
 from store.projections.runner import ProjectionRunner
@@ -313,13 +314,13 @@ def test_default_database_follows_xdg_state_home(
     assert upgraded["database"] == str(tmp_path / "xdg" / "accelopt" / "accelopt.db")
 
 
-SUITE = Path(__file__).parents[1] / "nkibench" / "suite"
+SUITE = NKI_SUITE  # the shipped NKI suite
 
 
 def test_check_reports_one_json_object_and_its_exit_status(
     tmp_path: Path, accelopt: Callable[..., Run]
 ) -> None:
-    good = accelopt("check", str(SUITE / "silu"), "--seeds", "0", "--json")
+    good = accelopt("check", str(SUITE / "silu"), "--shapes", "small", "--seeds", "0", "--json")
     assert good.code == 0
     verdict = good.json()
     assert isinstance(verdict, dict)
@@ -333,7 +334,7 @@ def test_check_reports_one_json_object_and_its_exit_status(
     (broken / "kernel.py").write_text(
         (SUITE / "silu" / "kernel.py").read_text().replace("j * cols:(j + 1) * cols", "0:cols")
     )
-    failed = accelopt("check", str(broken), "--seeds", "0", "--json")
+    failed = accelopt("check", str(broken), "--shapes", "small", "--seeds", "0", "--json")
     assert failed.code == 1
     verdict = failed.json()
     assert isinstance(verdict, dict)
@@ -360,7 +361,7 @@ def test_check_reports_one_json_object_and_its_exit_status(
 def test_profile_prints_an_estimate_against_the_roofline(
     tmp_path: Path, accelopt: Callable[..., Run]
 ) -> None:
-    run = accelopt("profile", str(SUITE / "silu"), "--seeds", "0", "--json")
+    run = accelopt("profile", str(SUITE / "silu"), "--shapes", "small", "--seeds", "0", "--json")
     assert run.code == 0, run.err
     profile = run.json()
     assert isinstance(profile, dict)
@@ -376,11 +377,21 @@ def test_profile_prints_an_estimate_against_the_roofline(
     assert profile["counters"]["hbm_read_bytes"] == 256 * 2048 * 4
     assert profile["fingerprint"]["cost_model"] == profile["model_version"]
 
-    trn2 = accelopt("profile", str(SUITE / "silu"), "--seeds", "0", "--target", "trn2", "--json")
+    trn2 = accelopt(
+        "profile",
+        str(SUITE / "silu"),
+        "--shapes",
+        "small",
+        "--seeds",
+        "0",
+        "--target",
+        "trn2",
+        "--json",
+    )
     assert trn2.code == 0
     assert trn2.json()["target"] == "trn2"  # type: ignore[index]
 
-    people = accelopt("profile", str(SUITE / "silu"), "--seeds", "0")
+    people = accelopt("profile", str(SUITE / "silu"), "--shapes", "small", "--seeds", "0")
     assert "(estimated by the cost model" in people.out
     assert "% of peak" in people.out
 
@@ -389,7 +400,7 @@ def test_profile_prints_an_estimate_against_the_roofline(
     (broken / "kernel.py").write_text(
         (SUITE / "silu" / "kernel.py").read_text().replace("j * cols:(j + 1) * cols", "0:cols")
     )
-    failed = accelopt("profile", str(broken), "--seeds", "0", "--json")
+    failed = accelopt("profile", str(broken), "--shapes", "small", "--seeds", "0", "--json")
     assert failed.code == 1
     verdict = failed.json()
     assert isinstance(verdict, dict)

@@ -10,12 +10,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nkibench.benchmark import CALIBRATION
 from nkibench.cost import GENERATIONS, MODEL_VERSION, Estimate, estimate
-from nkibench.kernel_loader import load_kernel
 from nkibench.nkisim.machine import Config
 from nkibench.nkisim.runtime import execute
 from nkibench.nkisim.trace import ENGINES
+from nkibench.sandbox.loader import load_kernel
+from nkibench.suites import CALIBRATION
 from tests.nki_helpers import FILENAME, run
 
 pytestmark = pytest.mark.usefixtures("shadow_modules")

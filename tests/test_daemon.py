@@ -19,7 +19,7 @@ from events.catalog import (
     ProfileRecorded,
     TaskInvalid,
 )
-from nkibench.benchmark import SUITE
+from nkibench.suites import NKI_SUITE as SUITE
 from store.engine import make_engine
 from store.jobs import SqlJobQueue
 from tests.daemon_helpers import DaemonProcess, orphans, wait_until

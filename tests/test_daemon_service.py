@@ -21,7 +21,7 @@ import pytest
 
 from daemon.notify import Notifier
 from events.catalog import KernelDemoted, KernelPromoted, SearchFinished
-from nkibench.benchmark import SUITE
+from nkibench.suites import NKI_SUITE as SUITE
 from tests import agent_script
 from tests.daemon_helpers import DaemonProcess, wait_until
 from tests.llm_server import Reply, Request, running_llm

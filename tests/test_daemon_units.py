@@ -8,11 +8,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import click
 import pytest
 import structlog
 
-from daemon.daemon_cli import parse_devices
+from daemon.backends import DeviceListError, parse_devices
 from daemon.logs import configure_logging
 from daemon.portfolio import PortfolioView, TaskView, choose
 
@@ -104,9 +103,9 @@ def test_parse_devices() -> None:
     assert parse_devices("0,2", "nkisim") == ["0", "2"]
     assert parse_devices("4-6,9", "neuron") == ["4", "5", "6", "9"]
     assert parse_devices("3", "neuron") == ["3"]  # a NeuronCore, not a count
-    for bad in ("a", "3-1", "0"):
+    for bad in ("a", "3-1", "0", "1,1"):
         backend = "nkisim" if bad == "0" else "neuron"
-        with pytest.raises(click.BadParameter):
+        with pytest.raises(DeviceListError):
             parse_devices(bad, backend)
 
 
@@ -141,19 +140,19 @@ def test_a_daemon_leaves_tasks_of_another_language_alone(tmp_path: Path) -> None
     the backend that would take it; an NKI task is recorded as a revision."""
     import shutil
 
-    from agents.recorder import Recorder
     from daemon.watcher import TaskWatcher
     from events.catalog import KernelSourceChanged, TaskInvalid
     from events.codec import decode
-    from nkibench.benchmark import SUITE
-    from nkibench.gpu_benchmark import SUITE_GPU
+    from nkibench.suites import GPU_SUITE as SUITE_GPU
+    from nkibench.suites import NKI_SUITE as SUITE
     from store.memory import MemoryEventStore
+    from store.recorder import Recorder
 
     root = tmp_path / "kernels"
     shutil.copytree(SUITE_GPU / "silu", root / "gpu_silu")
     shutil.copytree(SUITE / "silu", root / "silu")
     store = MemoryEventStore()
-    watcher = TaskWatcher(root, Recorder(store), dialect="nki")
+    watcher = TaskWatcher(root, Recorder(store), dialects=("nki",))
     watcher.rescan()
     events = [decode(s).event for s in store.read_all()]
     invalid = [e for e in events if isinstance(e, TaskInvalid)]

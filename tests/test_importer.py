@@ -10,10 +10,11 @@ import pytest
 
 from nkibench.errors import NkiBenchError
 from nkibench.harness import check_kernel
-from nkibench.importer import import_nkibench
-from nkibench.task import load_task
+from nkibench.suites import NKI_SUITE
+from nkibench.task.importer import import_nkibench
+from nkibench.task.spec import load_task
 
-SUITE = Path(__file__).parents[1] / "nkibench" / "suite"
+SUITE = NKI_SUITE  # the shipped NKI suite
 
 
 def nkibench_tree(root: Path) -> Path:

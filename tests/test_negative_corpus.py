@@ -9,11 +9,12 @@ import pytest
 
 from nkibench.errors import ERROR_KINDS
 from nkibench.harness import check_kernel
-from nkibench.sandbox import Limits
-from nkibench.task import load_task
+from nkibench.sandbox.process import Limits
+from nkibench.suites import NKI_SUITE
+from nkibench.task.spec import load_task
 
 CORPUS = Path(__file__).with_name("kernels")
-SUITE = Path(__file__).parents[1] / "nkibench" / "suite"
+SUITE = NKI_SUITE
 PWNED = Path("/tmp/accelopt-negative-corpus-pwned.npy")
 
 

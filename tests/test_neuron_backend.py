@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from nkibench.benchmark import SUITE
+from nkibench.backends.neuron import NeuronBackend, NeuronHost, detect_neuron
+from nkibench.backends.neuron.summary import SummaryError, latency_stats, parse_summary
 from nkibench.errors import BackendUnavailable
 from nkibench.harness import profile_kernel
-from nkibench.neuron import NeuronBackend, NeuronHost, detect_neuron
-from nkibench.neuron.summary import SummaryError, latency_stats, parse_summary
 from nkibench.result import KernelResult
-from nkibench.task import load_task
+from nkibench.suites import NKI_SUITE as SUITE
+from nkibench.task.spec import load_task
 
 DOUBLE = Path(__file__).with_name("neuron_double")
 

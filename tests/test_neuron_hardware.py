@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from nkibench.benchmark import SUITE
+from nkibench.backends.neuron import NeuronBackend, detect_neuron
 from nkibench.harness import profile_kernel
-from nkibench.neuron import NeuronBackend, detect_neuron
-from nkibench.task import load_task
+from nkibench.suites import NKI_SUITE as SUITE
+from nkibench.task.spec import load_task
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("ACCELOPT_NEURON") != "1",

@@ -9,12 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nkibench.accelopt_baselines import ACCELOPT_TRN1_MS
-from nkibench.benchmark import SUITE, rank_correlation
-from nkibench.flop_count import compulsory_bytes, count_forward
+from nkibench.benchmarks.accelopt_baselines import ACCELOPT_TRN1_MS
+from nkibench.benchmarks.nki import rank_correlation
 from nkibench.harness import profile_kernel
-from nkibench.roofline import PEAKS, Work, pct_of_peak, roofline
-from nkibench.task import load_task
+from nkibench.policy.flop_count import compulsory_bytes, count_forward
+from nkibench.policy.roofline import PEAKS, Work, pct_of_peak, roofline
+from nkibench.suites import NKI_SUITE as SUITE
+from nkibench.task.spec import load_task
 
 # reference/accelopt.md §3.1: the "baseline % peak" column, recomputed with AccelOpt's formula
 ACCELOPT_BASELINE_PCT = {

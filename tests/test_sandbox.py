@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from nkibench.sandbox import Limits, run_child
+from nkibench.sandbox.process import Limits, run_child
 
 SECRETS = {
     "ACCELOPT_LLM_API_KEY": "sk-accelopt-secret",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nkibench.benchmark import suite_tasks
-from nkibench.static_check import check_source, violation_kind
+from nkibench.benchmarks.nki import suite_tasks
+from nkibench.sandbox.static_check import check_source, violation_kind
 
 
 def test_every_suite_kernel_passes() -> None:

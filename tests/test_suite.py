@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from nkibench.benchmark import suite_tasks
+from nkibench.benchmarks.nki import suite_tasks
 from nkibench.harness import check_kernel
-from nkibench.task import load_task
+from nkibench.task.spec import load_task
 
 TASKS = suite_tasks()
 NKIBENCH = {

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from nkibench.benchmark import suite_tasks
+from nkibench.benchmarks.nki import suite_tasks
 from nkibench.errors import TaskError
-from nkibench.task import FULL, folder_hash, load_task
+from nkibench.task.spec import FULL, folder_hash, load_task
 
 REFERENCE = """\
 import numpy as np
@@ -185,7 +185,7 @@ def test_folder_hash_follows_names_and_contents() -> None:
 
 
 def test_a_triton_task_takes_its_defaults_from_its_dtype() -> None:
-    from nkibench.gpu_benchmark import SUITE_GPU
+    from nkibench.suites import GPU_SUITE as SUITE_GPU
 
     silu = load_task(SUITE_GPU / "silu")
     assert (silu.dialect, silu.kernel_function, silu.dtype) == ("triton", "run", "bfloat16")

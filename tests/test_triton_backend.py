@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from nkibench.benchmark import SUITE
+from nkibench.backends.triton.backend import TritonBackend
 from nkibench.errors import BackendUnavailable
 from nkibench.harness import check_kernel, profile_kernel
-from nkibench.task import load_task
-from nkibench.triton.backend import TritonBackend
+from nkibench.suites import NKI_SUITE as SUITE
+from nkibench.task.spec import load_task
 from tests.triton_helpers import GPU_TASKS, SILU, planted, triton_backend
 
 __all__ = ["triton_backend"]
@@ -89,7 +89,7 @@ def test_switching_streams_at_run_time_is_a_cheat(monkeypatch: pytest.MonkeyPatc
     """The run-time layer under the static check (the kernel child installs it)."""
     import torch
 
-    from nkibench.triton.guards import Cheat, forbid_streams
+    from nkibench.backends.triton.guards import Cheat, forbid_streams
 
     for name in ("stream", "set_stream", "StreamContext", "graph", "CUDAGraph"):
         monkeypatch.setattr(torch.cuda, name, getattr(torch.cuda, name))
@@ -103,8 +103,9 @@ def test_switching_streams_at_run_time_is_a_cheat(monkeypatch: pytest.MonkeyPatc
 def test_ceilings_are_measured_once_per_device_and_read_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from daemon.gpu import device_ceilings
-    from nkibench.triton.backend import DeviceCeilings, TritonHost
+    from daemon.backends import EventLogDeviceMemo
+    from nkibench.backends.triton.backend import DeviceCeilings, TritonHost
+    from nkibench.backends.triton.provider import ceilings
     from store.memory import MemoryEventStore
 
     fingerprint = {"gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "driver": "580"}
@@ -119,8 +120,8 @@ def test_ceilings_are_measured_once_per_device_and_read_back(
 
     monkeypatch.setattr(backend, "measure_ceilings", measure)
     store = MemoryEventStore()
-    assert device_ceilings(store, backend) == measured
-    assert device_ceilings(store, backend) == measured  # read back from the event
+    assert ceilings(backend, EventLogDeviceMemo(store)) == measured
+    assert ceilings(backend, EventLogDeviceMemo(store)) == measured  # read back from the event
     assert calls == [1]
     peaks = measured.peaks()
     assert peaks.matmul_rate("bfloat16").value == 6.9e14

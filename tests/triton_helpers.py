@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from nkibench.gpu_benchmark import SUITE_GPU
-from nkibench.triton.backend import TritonBackend
+from nkibench.backends.triton.backend import TritonBackend
+from nkibench.suites import GPU_SUITE as SUITE_GPU
 
 PLANTED = Path(__file__).with_name("triton_kernels")
 SILU = SUITE_GPU / "silu"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from nkibench.gpu_benchmark import SUITE_GPU
+from nkibench.suites import GPU_SUITE as SUITE_GPU
 from tests.llm_server import Reply, Request
 
 BASELINE = (SUITE_GPU / "silu" / "kernel.py").read_text()

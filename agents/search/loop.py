@@ -25,7 +25,6 @@ from agents.config import SearchConfig
 from agents.llm import BudgetExhausted, Completion, LLMClient, LLMError
 from agents.memory import MemoryProjection, MemoryState, shown_to_planner
 from agents.prompts import Prompts
-from agents.recorder import Recorder
 from agents.roles import (
     NoCode,
     executor_messages,
@@ -61,8 +60,10 @@ from events.catalog import (
 )
 from events.codec import decode
 from events.projection import fold
-from nkibench.operators import operators as task_operators
-from nkibench.task import KERNEL_FUNCTIONS, TaskSpec
+from nkibench.dialects import get_dialect
+from nkibench.task.operators import operators as task_operators
+from nkibench.task.spec import TaskSpec
+from store.recorder import Recorder
 
 __all__ = ["IDLE", "Interrupted", "Search", "SearchOutcome"]
 
@@ -187,8 +188,9 @@ class Search:
         self.should_stop = should_stop or (lambda: False)
         self.profiler = profiler
         self.config = config
-        self.prompts = prompts or Prompts(task.dialect)
-        self.entry_points = KERNEL_FUNCTIONS[task.dialect]
+        language = get_dialect(task.dialect)
+        self.prompts = prompts or Prompts(language.prompt_folder)
+        self.entry_points = language.entry_points
         self.memory = MemoryProjection(capacity=memory_capacity)
         self.operators = task_operators(task.reference_source)
         self.say = log or (lambda _message: None)

@@ -7,7 +7,7 @@ from typing import Protocol
 
 from events.catalog import ProfilePurpose, ProfileRecorded
 from nkibench.result import KernelResult
-from nkibench.task import TaskSpec
+from nkibench.task.spec import TaskSpec
 
 __all__ = ["Profiler", "profile_event"]
 

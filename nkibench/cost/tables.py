@@ -17,13 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-__all__ = ["GENERATIONS", "Generation", "Sourced"]
+from nkibench.policy.provenance import Sourced
 
-
-@dataclass(frozen=True)
-class Sourced:
-    value: float
-    source: str
+__all__ = ["GENERATIONS", "Generation"]
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,11 @@
-"""Errors a kernel can raise under nkisim, each of one error kind, with a message meant for
-the person or the LLM who wrote the kernel: what rule, which tensor, what to do instead."""
+"""Errors a kernel can raise under nkisim (KernelError and ConstraintViolation, shared with
+the other backends, live in nkibench.errors)."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from nkibench.errors import ErrorKind
+from nkibench.errors import ConstraintViolation, ErrorKind, KernelError
 
 __all__ = [
     "ConstraintViolation",
@@ -15,22 +15,6 @@ __all__ = [
     "UninitializedRead",
     "UnsupportedApi",
 ]
-
-
-class KernelError(Exception):
-    """A fault of the kernel (or of nkisim's coverage) found while interpreting it."""
-
-    kind: ClassVar[ErrorKind] = "runtime"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class ConstraintViolation(KernelError):
-    """A documented NKI or hardware rule is broken (the Neuron compiler would refuse it)."""
-
-    kind: ClassVar[ErrorKind] = "constraint"
 
 
 class OrderDependence(ConstraintViolation):

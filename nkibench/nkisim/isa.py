@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from nkibench.dtypes import as_dtype, is_float
 from nkibench.nkisim import ops
-from nkibench.nkisim.dtypes import as_dtype, is_float
 from nkibench.nkisim.errors import ConstraintViolation, UnsupportedApi
 from nkibench.nkisim.index import IndexExpr
 from nkibench.nkisim.machine import F32, Read, current

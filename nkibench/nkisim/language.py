@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from nkibench.dtypes import DTYPES, as_dtype
 from nkibench.nkisim import isa, ops
-from nkibench.nkisim.dtypes import DTYPES, as_dtype
 from nkibench.nkisim.errors import ConstraintViolation, UnsupportedApi
 from nkibench.nkisim.index import MGrid, arange
 from nkibench.nkisim.loops import LoopIndex, affine_range, sequential_range, static_range

@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from nkibench.dtypes import as_dtype, is_float
 from nkibench.nkisim import ops
-from nkibench.nkisim.dtypes import as_dtype, is_float, promote, sentinel_bits
+from nkibench.nkisim.dtypes import promote, sentinel_bits
 from nkibench.nkisim.errors import ConstraintViolation, UnsupportedApi
 from nkibench.nkisim.index import IndexExpr, MaskExpr
 from nkibench.nkisim.tensor import PMAX, Access, Allocation, Buffer, NkiTensor, ParDim

@@ -1,0 +1,318 @@
+"""`accelopt bench`: the benchmarks, one command each, each printing a table (or one JSON
+object). They create and remove their own databases and workspaces, except `bench gpu`, which
+keeps a GPU's measured ceilings in the event log like every other command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from daemon.backends import open_for_command
+from daemon.benchmark import DAEMON_TARGETS, run_daemon_benchmark
+from daemon.cli.context import app_context, open_migrated_store
+from daemon.cli.options import (
+    database_option,
+    json_option,
+    one_device,
+    seed_list,
+    seeds_option,
+)
+from daemon.cli.render import emit_json, print_table
+from nkibench.backends.triton.backend import TritonBackend
+from nkibench.benchmarks.gpu import run_gpu_benchmark
+from nkibench.benchmarks.nki import (
+    NKIBENCH_TARGETS,
+    NKISIM_TARGETS,
+    run_calibration_benchmark,
+    run_nkibench_benchmark,
+    run_nkisim_benchmark,
+)
+from nkibench.cost.tables import GENERATIONS
+from store.benchmark import STORE_TARGETS, run_store_benchmark
+
+__all__ = ["bench"]
+
+TARGET_CHOICE = click.Choice(sorted(GENERATIONS))
+
+
+@click.group()
+def bench() -> None:
+    """Benchmarks (they create and remove their own databases and workspaces)."""
+
+
+@bench.command("store")
+@click.option("--events", "count", type=click.IntRange(min=1000), default=1_000_000)
+@json_option
+@database_option
+@click.pass_context
+def bench_store(ctx: click.Context, count: int, as_json: bool) -> None:
+    """Append and replay throughput of the event log, and replay memory. With --db
+    postgresql://..., in a fresh schema of that database, dropped after; without it, in a
+    SQLite file in a temporary directory (never the default database)."""
+    result = run_store_benchmark(app_context(ctx).db_override, events=count)
+    if as_json:
+        emit_json(result)
+        return
+    table = Table(title=f"event store benchmark: {result['database']} ({result['settings']})")
+    for column in ("metric", "value", "target"):
+        table.add_column(column)
+    for key in (
+        "events",
+        "append_single_per_s",
+        "append_batch_per_s",
+        "replay_per_s",
+        "replay_peak_rss_mb",
+    ):
+        op, bound = STORE_TARGETS.get(key, ("", None))
+        table.add_row(key, f"{result[key]:,}", f"{op} {bound:,.0f}" if bound else "")
+    print_table(table)
+
+
+def _number(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _targets(result: dict[str, Any], targets: dict[str, tuple[str, float]]) -> None:
+    for key, (op, bound) in targets.items():
+        click.echo(f"{key}: {_number(result[key], '.3g')} (target {op} {bound:g})")
+
+
+@bench.command("nkisim")
+@click.option("--shapes", default="full", show_default=True)
+@click.option("--tasks", "names", metavar="T1,T2,...", help="Only these suite tasks.")
+@click.option("--target", type=TARGET_CHOICE, default="trn1", show_default=True)
+@json_option
+def bench_nkisim(shapes: str, names: str | None, target: str, as_json: bool) -> None:
+    """nkisim's speed on the suite against NumPy, and the time of a full correctness check."""
+    result = run_nkisim_benchmark(
+        shapes=shapes, names=names.split(",") if names else None, target=target
+    )
+    if as_json:
+        emit_json(result)
+        return
+    table = Table(
+        title=f"nkisim on the NKI suite ({shapes} shapes, {target}; wall times, not latencies)"
+    )
+    for column in ("task", "correct", "nkisim s", "numpy s", "ratio", "check s", "instructions"):
+        table.add_column(column, justify="left" if column == "task" else "right")
+    for row in result["tasks"]:
+        table.add_row(
+            row["task"],
+            "yes" if row["correct"] else f"no ({row['error_kind']})",
+            _number(row["nkisim_s"], ".2f"),
+            _number(row["numpy_s"], ".2f"),
+            _number(row["ratio"], ".2f"),
+            f"{row['check_s']:.1f}",
+            str(row["instructions"] or "-"),
+        )
+    print_table(table)
+    _targets(result, NKISIM_TARGETS)
+
+
+@bench.command("nkibench")
+@click.option("--shapes", default="full", show_default=True)
+@click.option("--tasks", "names", metavar="T1,T2,...", help="Only these suite tasks.")
+@click.option("--target", type=TARGET_CHOICE, default="trn1", show_default=True)
+@seeds_option
+@json_option
+def bench_nkibench(
+    shapes: str, names: str | None, target: str, seeds_text: str | None, as_json: bool
+) -> None:
+    """Every suite baseline profiled by nkisim: estimated latency, roofline, % of peak."""
+    result = run_nkibench_benchmark(
+        shapes=shapes,
+        names=names.split(",") if names else None,
+        target=target,
+        seeds=seed_list(seeds_text),
+    )
+    if as_json:
+        emit_json(result)
+        return
+    table = Table(title=f"NKI suite baselines on {target}, {shapes} shapes (latencies estimated)")
+    columns = ["task", "latency ms (e)", "roofline ms", "% of peak", "roofline bound", "bound by"]
+    columns += ["AccelOpt ms (m)"] if "accelopt_rank_correlation" in result else []
+    columns += ["model s / nkisim s"]
+    for column in columns:
+        table.add_column(column, justify="left" if column == "task" else "right")
+    for row in result["tasks"]:
+        cells = [
+            row["task"] if row["correct"] else f"{row['task']} ({row['error_kind']})",
+            _number(row["latency_ms"], ".3f"),
+            _number(row["roofline_ms"], ".3f"),
+            _number(row["pct_of_peak"], ".1f"),
+            row["roofline_bound"] or "-",
+            row["bound_by"] or "-",
+        ]
+        if "accelopt_rank_correlation" in result:
+            cells.append(_number(row["accelopt_trn1_ms"], ".3f"))
+        cells.append(_number(row["schedule_overhead"], ".1%"))
+        table.add_row(*cells)
+    print_table(table)
+    click.echo(f"geomean % of peak: {_number(result['geomean_pct_of_peak'], '.1f')}")
+    if "accelopt_rank_correlation" in result:
+        click.echo(
+            f"rank correlation with AccelOpt's measured trn1 latencies: "
+            f"{result['accelopt_rank_correlation']:.3f} over {result['accelopt_tasks']} tasks; "
+            f"geomean estimate / measurement {result['accelopt_geomean_ratio']:.2f}"
+        )
+    _targets(result, NKIBENCH_TARGETS)
+
+
+@bench.command("cost-model")
+@json_option
+def bench_cost_model(as_json: bool) -> None:
+    """The cost model against published hardware measurements (the calibration kernels)."""
+    result = run_calibration_benchmark()
+    if as_json:
+        emit_json(result)
+        return
+    table = Table(title=f"cost model {result['model_version']} against published measurements")
+    for column in ("kernel", "estimated ms (e)", "measured ms (m)", "ratio", "bound by"):
+        table.add_column(column, justify="left" if column == "kernel" else "right")
+    for row in result["kernels"]:
+        name = f"{row['task']}/{row['kernel']}"
+        table.add_row(
+            name if row["correct"] else f"{name} ({row['error_kind']}: {row['message'][:60]})",
+            _number(row["estimated_ms"], ".2f"),
+            f"{row['measured_ms']:.2f}",
+            _number(row["ratio"], ".2f"),
+            row["bound_by"] or "-",
+        )
+    print_table(table)
+    if "rank_correlation" in result:
+        click.echo(
+            f"rank correlation {result['rank_correlation']:.3f}; geomean estimate / measurement "
+            f"{result['geomean_ratio']:.2f}; worst {result['worst_ratio']:.2f}"
+        )
+
+
+@bench.command("gpu")
+@click.option("--shapes", default="full", show_default=True, help="A shape set of the tasks.")
+@click.option("--passes", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--task", "names", multiple=True, help="Only these GPU-suite tasks.")
+@click.option(
+    "--save",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the result as JSON to this file (rewritten after every task).",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Fresh seeds that check each kernel before it is timed.",
+)
+@click.option("--devices", metavar="I", default=None, help="The GPU to use. Default: 0.")
+@json_option
+@database_option
+@click.pass_context
+def bench_gpu(
+    ctx: click.Context,
+    *,
+    shapes: str,
+    passes: int,
+    names: tuple[str, ...],
+    save: Path | None,
+    seeds: int,
+    devices: str | None,
+    as_json: bool,
+) -> None:
+    """The GPU suite's Triton baselines on this GPU (measured), against PyTorch eager and the
+    roofline of the device's measured ceilings; in passes back to back, to show the spread."""
+    opened = open_for_command(
+        "triton", [one_device(devices, "triton")], None, lambda: open_migrated_store(ctx)
+    )
+    gpu = opened.first()
+    assert isinstance(gpu, TritonBackend)
+    gpu.with_eager = True
+    say = None if as_json else (lambda line: click.echo(line, err=True))
+
+    def checkpoint(partial: dict[str, Any]) -> None:
+        if save is not None:
+            save.write_text(json.dumps(partial, indent=1))
+
+    result = run_gpu_benchmark(
+        gpu,
+        shapes=shapes,
+        passes=passes,
+        names=list(names) or None,
+        seeds=seeds,
+        progress=say,
+        checkpoint=checkpoint,
+    )
+    checkpoint(result)
+    if as_json:
+        emit_json(result)
+        return
+    ceilings = result["ceilings"]
+    rates = ", ".join(f"{k} {v / 1e12:.0f}" for k, v in ceilings["matmul_flops"].items())
+    click.echo(
+        f"{result['gpu']}: copy {ceilings['bandwidth_bytes_per_s'] / 1e12:.2f} TB/s, "
+        f"FMA {ceilings['vector_flops'] / 1e12:.1f} TFLOP/s, matmul TFLOP/s {rates} (measured)"
+    )
+    table = Table(title=f"GPU suite, {shapes} shapes: every latency measured on {result['gpu']}")
+    for column in ("task", "dtype", "bound", "roofline ms"):
+        table.add_column(column)
+    for number in range(passes):
+        table.add_column(f"triton ms #{number + 1}", justify="right")
+    table.add_column("spread", justify="right")
+    table.add_column("eager ms", justify="right")
+    table.add_column("% of peak", justify="right")
+    table.add_column("vs eager", justify="right")
+    first = result["passes"][0]
+    for index, row in enumerate(first):
+        latencies = [run[index]["latency_ms"] for run in result["passes"]]
+        shown = [
+            f"{v:.4f}" if v is not None else (run[index]["error"] or "-")[:40]
+            for v, run in zip(latencies, result["passes"], strict=True)
+        ]
+        spread = result["pass_spread"].get(row["task"])
+        eager = row.get("eager_ms")
+        table.add_row(
+            row["task"],
+            row["dtype"],
+            row["bound"] or "-",
+            f"{row['roofline_ms']:.4f}" if row["roofline_ms"] else "-",
+            *shown,
+            f"{spread:.1%}" if spread is not None else "-",
+            f"{eager:.4f}" if eager else "-",
+            f"{row['pct_of_peak']:.1f}" if row["pct_of_peak"] is not None else "-",
+            f"{eager / latencies[0]:.2f}x" if eager and latencies[0] else "-",
+        )
+    print_table(table)
+
+
+@bench.command("daemon")
+@click.option("--drops", type=click.IntRange(min=2), default=20, show_default=True)
+@click.option(
+    "--idle",
+    "idle_s",
+    type=click.FloatRange(min=5),
+    default=30.0,
+    show_default=True,
+    help="Seconds of idleness to measure CPU over.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def bench_daemon(drops: int, idle_s: float, as_json: bool) -> None:
+    """Time from a task folder appearing to its baseline; idle CPU and memory."""
+    result = run_daemon_benchmark(drops=drops, idle_s=idle_s)
+    if as_json:
+        emit_json(result)
+        return
+    table = Table(title=f"the daemon: {drops} task folders dropped one at a time (nkisim, small)")
+    for column in ("metric", "value", "target"):
+        table.add_column(column)
+    for key, unit in (
+        ("p50_s", "s"),
+        ("p95_s", "s"),
+        ("max_s", "s"),
+        ("idle_cpu_percent", "% of a core"),
+        ("rss_mb", "MB"),
+    ):
+        op, bound = DAEMON_TARGETS.get(key, ("", None))
+        table.add_row(key, f"{result[key]:.3g} {unit}", f"{op} {bound:g}" if bound else "")
+    print_table(table)

@@ -1,0 +1,127 @@
+"""The service commands of `accelopt`: `daemon` (watch a directory and keep optimizing) and
+`export` (a task's promoted kernel, with its provenance header)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from daemon.cli.context import app_context
+from daemon.cli.options import (
+    database_option,
+    device_list,
+    kernel_options,
+    search_config,
+    search_options,
+)
+from daemon.library import export_text, promotions
+from daemon.logs import configure_logging
+from daemon.service import Daemon, DaemonOptions
+from events.errors import AccelOptError
+
+__all__ = ["daemon_command", "export_command"]
+
+DAEMON_BACKEND = "nkisim"
+"""The backend a daemon serves unless told (it watches many tasks, so none is "the task's")."""
+
+
+@click.command("daemon")
+@click.option(
+    "--watch",
+    "watch",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The kernel directory: one task folder per task.",
+)
+@kernel_options
+@search_options
+@click.option(
+    "--observer",
+    type=click.Choice(["auto", "inotify", "polling"]),
+    default="auto",
+    show_default=True,
+    help="How to watch the directory (polling for NFS and the like).",
+)
+@click.option(
+    "--rest",
+    "rest_h",
+    type=click.FloatRange(min=0),
+    default=6.0,
+    show_default=True,
+    help="Hours a plateaued task rests before it is searched again.",
+)
+@click.option(
+    "--reverify-hours",
+    type=click.FloatRange(min=0.0005),
+    default=24.0,
+    show_default=True,
+    help="How often promoted kernels are checked again on fresh inputs.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+)
+@database_option
+@click.pass_context
+def daemon_command(
+    ctx: click.Context,
+    /,
+    *,
+    watch: Path,
+    backend: str | None,
+    target: str | None,
+    shapes: str,
+    devices: str | None,
+    observer: str,
+    rest_h: float,
+    reverify_hours: float,
+    log_level: str,
+    **search: int,
+) -> None:
+    """Watch a kernel directory and keep its kernels getting faster, in the foreground (under
+    systemd: Type=notify). Stops cleanly on SIGTERM or SIGINT."""
+    app = app_context(ctx)
+    configure_logging(level=log_level)
+    name = backend or DAEMON_BACKEND
+    options = DaemonOptions(
+        watch=watch,
+        backend=name,
+        devices=device_list(devices, name),
+        target=target,
+        shapes=shapes,
+        observer=observer,  # type: ignore[arg-type]
+        search=search_config(search),
+        rest_s=rest_h * 3600,
+        reverify_s=reverify_hours * 3600,
+    )
+    url = app.database_url
+    if url.startswith("sqlite:///"):
+        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    ctx.exit(Daemon(app.settings, url, options).run())
+
+
+@click.command("export")
+@click.argument("task")
+@click.option(
+    "--out", type=click.Path(path_type=Path, dir_okay=False), help="Write here instead of stdout."
+)
+@database_option
+@click.pass_context
+def export_command(ctx: click.Context, task: str, out: Path | None) -> None:
+    """The task's promoted kernel with its provenance header (candidate, position, speedup)."""
+    store = app_context(ctx).open_store(ctx)
+    promoted = promotions(store).get(task)
+    if promoted is None:
+        raise AccelOptError(f"task {task!r} has no promoted kernel (yet)")
+    text = export_text(store, promoted)
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        staging = out.with_name(f".{out.name}.tmp")
+        staging.write_text(text, encoding="utf-8")
+        os.replace(staging, out)
+        click.echo(f"{task}: {promoted.event.candidate_id} written to {out}", err=True)

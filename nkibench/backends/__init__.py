@@ -1,0 +1,145 @@
+"""The backends, by name: what each runs, on which devices, and how it opens on this host.
+
+A backend lives in its own package here (nkisim/, neuron/, triton/): the parent side (a
+class implementing nkibench.backend.Backend), its sandboxed phases (named in the class's phase
+table, imported only inside the child) and an `open_backend` provider. This registry names
+them without importing them, so that reading a task or a CLI choice never loads a backend.
+Adding a backend is its package, one entry below, and nothing else.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from nkibench.errors import BackendUnavailable
+
+if TYPE_CHECKING:
+    from nkibench.backend import Backend
+
+__all__ = [
+    "BACKENDS",
+    "BackendInfo",
+    "DeviceMemo",
+    "OpenedBackend",
+    "backend_info",
+    "dialect_of_backend",
+    "open_backend",
+]
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    name: str
+    dialects: tuple[str, ...]
+    """The kernel languages it runs (nkibench.dialects); tasks that name the backend are
+    written in the first."""
+    devices: str
+    """What `--devices` names for it."""
+    latency_kind: Literal["estimated", "measured"]
+    summary: str
+    """One line for the CLI's help."""
+    provider: str
+    """"module:function" that opens it on this host (see open_backend)."""
+
+
+BACKENDS: dict[str, BackendInfo] = {
+    info.name: info
+    for info in (
+        BackendInfo(
+            "nkisim",
+            ("nki",),
+            "CPU workers (a count, or a list of indices)",
+            "estimated",
+            "NKI on the CPU: nkisim and the Trainium cost model",
+            "nkibench.backends.nkisim.provider:open_backend",
+        ),
+        BackendInfo(
+            "neuron",
+            ("nki",),
+            "NeuronCores",
+            "measured",
+            "NKI on a Trainium NeuronCore: neuronx-cc and neuron-profile",
+            "nkibench.backends.neuron.provider:open_backend",
+        ),
+        BackendInfo(
+            "triton",
+            ("triton",),
+            "GPUs (CUDA device indices)",
+            "measured",
+            "Triton on an NVIDIA GPU, or Triton's CPU interpreter for checks",
+            "nkibench.backends.triton.provider:open_backend",
+        ),
+    )
+}
+
+
+def backend_info(name: str) -> BackendInfo:
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise BackendUnavailable(
+            f"no backend named {name!r}; the backends are {', '.join(BACKENDS)}"
+        ) from None
+
+
+def dialect_of_backend(name: str) -> str:
+    """The kernel language of a task that names this backend in its task.toml."""
+    return backend_info(name).dialects[0]
+
+
+class DeviceMemo(Protocol):
+    """What a backend measured once about a device and keeps for later runs (a GPU's
+    ceilings), keyed by the device's identity; the caller decides where it is kept."""
+
+    def load(self, key: str) -> dict[str, Any] | None: ...
+
+    def save(self, key: str, facts: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class OpenedBackend:
+    """A backend opened on this host: its name, the target its results are labelled with, and
+    one backend factory per device (a worker calls its factory once per job)."""
+
+    name: str
+    target: str
+    devices: Sequence[tuple[str, Callable[[], Backend]]] = field(default_factory=list)
+    """(worker name, factory) per device, in the order asked for."""
+
+    def first(self) -> Backend:
+        """A backend on the first device (a single command's)."""
+        return self.devices[0][1]()
+
+
+class Provider(Protocol):
+    def __call__(
+        self,
+        devices: Sequence[str],
+        *,
+        target: str | None,
+        require_device: bool,
+        memo: DeviceMemo | None,
+    ) -> OpenedBackend: ...
+
+
+def open_backend(
+    name: str,
+    devices: Sequence[str] = ("0",),
+    *,
+    target: str | None = None,
+    require_device: bool = True,
+    memo: DeviceMemo | None = None,
+) -> OpenedBackend:
+    """Open backend `name` on `devices` of this host. `require_device=False` accepts a host
+    without the device where the backend can still check kernels (Triton's interpreter);
+    `memo` keeps what is measured once per device. Raises BackendUnavailable with what is
+    missing."""
+    info = backend_info(name)
+    if not devices:
+        raise BackendUnavailable(f"the {name} backend needs at least one device")
+    module, _, function = info.provider.partition(":")
+    provider: Provider = getattr(importlib.import_module(module), function)
+    return provider(devices, target=target, require_device=require_device, memo=memo)

@@ -1,0 +1,35 @@
+"""Opening the neuron backend: the host is detected once, each listed NeuronCore checked,
+and the target is this instance's generation (`target` must agree with it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from nkibench.backend import Backend
+from nkibench.backends import DeviceMemo, OpenedBackend
+from nkibench.backends.neuron.backend import NeuronBackend
+from nkibench.backends.neuron.detect import NeuronHost
+
+__all__ = ["open_backend"]
+
+
+def _factory(core: int, target: str, host: NeuronHost) -> Callable[[], Backend]:
+    def make() -> Backend:
+        return NeuronBackend(core=core, target=target, host=host)
+
+    return make
+
+
+def open_backend(
+    devices: Sequence[str],
+    *,
+    target: str | None,
+    require_device: bool,
+    memo: DeviceMemo | None,
+) -> OpenedBackend:
+    cores = [int(d) for d in devices]
+    first = NeuronBackend(core=cores[0], target=target)
+    for core in cores[1:]:
+        NeuronBackend(core=core, target=first.target, host=first.host)  # checks the core
+    workers = [(f"neuron{c}", _factory(c, first.target, first.host)) for c in cores]
+    return OpenedBackend("neuron", first.target, workers)

@@ -1,0 +1,342 @@
+"""The triton backend, parent side.
+
+Correctness runs wherever the backend runs: on the GPU, or under Triton's CPU interpreter
+(`TRITON_INTERPRET=1`, with the fixes of nkibench.backends.triton.interpreter) on a host
+without one, as CI does. Timing needs the GPU: a latency here is always `measured`, never estimated.
+
+Every evaluation draws fresh seeds (unless the caller names them), so a kernel is never
+checked twice on the same inputs. A kernel more than `reverify_speedup` times faster than
+its task's baseline is re-verified before its result counts: timed again with fresh data
+written into the timed buffers before every run, and checked on fresh seeds in those same
+buffers.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from nkibench.backend import COMPARE_PHASE, Phase, PhaseOwner, Session
+from nkibench.errors import BackendUnavailable, PhaseFailure
+from nkibench.harness import fresh_seeds, profile_kernel, run_phase
+from nkibench.policy.provenance import Sourced, package_version
+from nkibench.policy.roofline import Peaks
+from nkibench.sandbox.process import Limits
+from nkibench.task.spec import TaskSpec
+
+__all__ = ["DeviceCeilings", "TritonBackend", "probe_host"]
+
+PASSED_VARIABLES = (
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "TRITON_LIBCUDA_PATH",
+    "TRITON_PTXAS_PATH",
+    "NCCL_NVLS_ENABLE",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+)
+"""Tool and library locations a GPU child needs; never secrets."""
+REVERIFY_SPEEDUP = 10.0
+CACHE_SLOWDOWN = 1.5
+"""Fresh inputs may not be this much slower than rotated ones (plus a microsecond margin)."""
+
+
+@dataclass(frozen=True)
+class DeviceCeilings:
+    """What one GPU was measured to do (nkibench.backends.triton.ceilings), and on which GPU."""
+
+    gpu: str
+    fingerprint: dict[str, str]
+    bandwidth_bytes_per_s: float
+    vector_flops: float
+    matmul_flops: dict[str, float]
+    method: dict[str, str] = field(default_factory=dict)
+
+    def peaks(self) -> Peaks:
+        def measured(value: float, what: str) -> Sourced:
+            return Sourced(value, f"measured on this {self.gpu}: {what}")
+
+        return Peaks(
+            self.gpu,
+            bandwidth=measured(self.bandwidth_bytes_per_s, "device-to-device copy"),
+            vector_flops=measured(self.vector_flops, "float32 FMA chains in a Triton kernel"),
+            matmul_flops=measured(self.matmul_flops["float32"], "tf32 torch.matmul"),
+            matmul_flops_bf16=measured(self.matmul_flops["bfloat16"], "bf16 torch.matmul"),
+            matmul_flops_fp16=measured(self.matmul_flops["float16"], "fp16 torch.matmul"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu,
+            "fingerprint": self.fingerprint,
+            "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
+            "vector_flops": self.vector_flops,
+            "matmul_flops": self.matmul_flops,
+            "method": self.method,
+        }
+
+
+@dataclass(frozen=True)
+class TritonHost:
+    gpu: str | None
+    """None: no GPU here, kernels run under Triton's interpreter (correctness only)."""
+    fingerprint: dict[str, str]
+
+
+def _phase(function: str, runs: PhaseOwner = "kernel") -> Phase:
+    return Phase(f"nkibench.backends.triton.phases:{function}", runs, backend_environment=True)
+
+
+PHASES = MappingProxyType(
+    {
+        "reference": _phase("reference_phase", "task"),
+        "kernel": _phase("kernel_phase"),
+        "compare": COMPARE_PHASE,
+        "measure": _phase("measure_phase"),
+        "probe": _phase("probe_phase", "backend"),
+        "ceilings": _phase("ceilings_phase", "backend"),
+    }
+)
+
+
+def _run_phase(
+    name: str, request: dict[str, Any], environment: dict[str, str], limits: Limits
+) -> dict[str, Any]:
+    """A phase outside any check (the probe, the ceilings), in a directory of its own."""
+    with tempfile.TemporaryDirectory(prefix="nkibench-triton-") as tmp:
+        return run_phase(name, PHASES[name], request, Path(tmp), limits, environment=environment)
+
+
+def _environment(device: str | None, interpret: bool) -> dict[str, str]:
+    passed = {k: os.environ[k] for k in PASSED_VARIABLES if k in os.environ}
+    cache = Path(
+        os.environ.get("ACCELOPT_TRITON_CACHE", Path.home() / ".cache" / "accelopt" / "triton")
+    )
+    environment = {
+        **passed,
+        "PATH": os.environ.get("PATH", os.defpath),
+        "TRITON_CACHE_DIR": str(cache),
+    }
+    if interpret:
+        environment["TRITON_INTERPRET"] = "1"
+    if device is not None:
+        environment["CUDA_VISIBLE_DEVICES"] = device
+    return environment
+
+
+def probe_host(device: str | None = "0") -> TritonHost:
+    """What this host offers the triton backend on `device`, asked of a sandboxed child."""
+    answer = _run_phase(
+        "probe", {}, _environment(device, False), Limits(timeout_s=120, memory_mb=None)
+    )
+    if not answer.get("ok"):
+        raise BackendUnavailable(f"the triton backend cannot start: {answer}")
+    return TritonHost(answer["gpu"], answer["fingerprint"])
+
+
+class TritonBackend:
+    name = "triton"
+    dialects = frozenset({"triton"})
+    phases = PHASES
+    fresh_inputs = True
+
+    def __init__(
+        self,
+        *,
+        device: str = "0",
+        require_gpu: bool = False,
+        ceilings: DeviceCeilings | None = None,
+        reverify_speedup: float = REVERIFY_SPEEDUP,
+        host: TritonHost | None = None,
+        eager: bool = False,
+        baselines: dict[tuple[str, str, str], float] | None = None,
+    ) -> None:
+        self.device = device
+        self.host = host or probe_host(device)
+        self.baselines = {} if baselines is None else baselines
+        """(task revision, shapes, GPU) → the task's own kernel's measured p50 in ms, shared
+        by the replicas of one device."""
+        if require_gpu and self.host.gpu is None:
+            raise BackendUnavailable(
+                "no CUDA GPU is visible here (torch.cuda.is_available() is false): Triton "
+                "kernels can be checked under the CPU interpreter (accelopt check), but not timed"
+            )
+        self.ceilings = ceilings
+        self.reverify_speedup = reverify_speedup
+        self.with_eager = eager
+        """Also time the reference's forward() in PyTorch eager (`accelopt bench gpu`)."""
+
+    def replica(self) -> TritonBackend:
+        """A backend for another job on the same GPU: the probe and the ceilings shared."""
+        return TritonBackend(
+            device=self.device,
+            host=self.host,
+            ceilings=self.ceilings,
+            reverify_speedup=self.reverify_speedup,
+            eager=self.with_eager,
+            baselines=self.baselines,
+        )
+
+    @property
+    def target(self) -> str:
+        return self.host.gpu or "interpreter"
+
+    def environment(self) -> dict[str, str]:
+        return _environment(self.device, self.host.gpu is None)
+
+    def limits(self, task: TaskSpec, shapes: str, threads: int) -> Limits:
+        # CUDA maps far more address space than it uses: no address-space limit on a GPU
+        memory = task.memory_mb if self.host.gpu is None else None
+        return Limits(timeout_s=task.timeout_for(shapes), memory_mb=memory, threads=threads)
+
+    def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
+        return {}
+
+    def resolve_target(self, requested: str) -> str:
+        return self.target
+
+    def peaks(self, target: str) -> Peaks | None:
+        return self.ceilings.peaks() if self.ceilings else None
+
+    def measure_ceilings(self) -> DeviceCeilings:
+        if self.host.gpu is None:
+            raise BackendUnavailable("device ceilings need a GPU")
+        answer = _run_phase(
+            "ceilings", {}, self.environment(), Limits(timeout_s=600, memory_mb=None)
+        )
+        if not answer.get("ok"):
+            raise BackendUnavailable(f"measuring the device's ceilings failed: {answer}")
+        measured = answer["ceilings"]
+        return DeviceCeilings(
+            self.host.gpu,
+            self.host.fingerprint,
+            measured["bandwidth_bytes_per_s"],
+            measured["vector_flops"],
+            measured["matmul_flops"],
+            measured["method"],
+        )
+
+    # --- timing ------------------------------------------------------------------------
+
+    def measure(self, session: Session, kernel: dict[str, Any]) -> None:
+        if self.host.gpu is None:
+            raise PhaseFailure("measurement", "no GPU here: Triton kernels are timed on a GPU")
+        measured = self._time(session, fresh_seeds=None)
+        stats = measured["latency"]
+        result = session.result
+        result.latency_ms = stats["p50"]
+        result.latency_kind = "measured"
+        if "eager" in measured:
+            stats = {**stats, "eager_p50": measured["eager"]["p50"]}
+        result.latency_stats = {
+            **stats,
+            "synchronised_ms": measured["synchronised_ms"],
+            "launch_overhead_ms": measured["launch_overhead_ms"],
+        }
+        baseline = self._baseline_ms(session)
+        if baseline is not None and baseline / stats["p50"] > self.reverify_speedup:
+            self._reverify(session, stats, baseline)
+
+    def _time(
+        self, session: Session, fresh_seeds: list[int] | None, fresh: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        request = {
+            **session.kernel_request(session.manifest),
+            **(fresh or {}),
+            "eager": self.with_eager and not fresh,
+        }
+        if fresh_seeds:
+            request["fresh_seeds"] = fresh_seeds
+        measured = session.child("measure", request)
+        if not measured["ok"]:
+            raise PhaseFailure(measured["kind"], measured["message"], measured.get("line") or None)
+        return measured
+
+    def _baseline_ms(self, session: Session) -> float | None:
+        """The task's own kernel's p50 on this GPU (timed once per device)."""
+        task = session.task
+        if session.source == task.kernel_source:
+            return None
+        key = (task.content_hash, session.shapes, self.target)
+        if key not in self.baselines:
+            yardstick = self.replica()
+            yardstick.reverify_speedup = float("inf")  # the baseline is not re-verified
+            baseline = profile_kernel(
+                task, backend=yardstick, shapes=session.shapes, cancel=session.cancel
+            )
+            if baseline.latency_ms is None:
+                return None
+            self.baselines[key] = baseline.latency_ms
+        return self.baselines[key]
+
+    def _reverify(self, session: Session, rotated: dict[str, float], baseline: float) -> None:
+        """Fresh seeds from the reference, written into the timed buffers; timed again with
+        fresh data before every run."""
+        seeds = list(fresh_seeds(len(session.seeds)))
+        fresh_data = session.root / "fresh_data"
+        fresh_out = session.root / "fresh_outputs"
+        reference = session.child(
+            "reference", {**session.common, "seeds": seeds, "data_dir": str(fresh_data)}
+        )
+        if not reference["ok"]:
+            raise PhaseFailure("task", reference["message"])
+        measured = self._time(
+            session,
+            seeds,
+            {
+                "fresh_manifest": reference["seeds"],
+                "fresh_data_dir": str(fresh_data),
+                "fresh_out_dir": str(fresh_out),
+            },
+        )
+        fresh = measured["fresh"]
+        for seed in seeds:
+            if any(fresh["seeds"][str(seed)]["never_written"]):
+                raise PhaseFailure(
+                    "cheat",
+                    f"re-verification, fresh seed {seed}: output "
+                    "elements were never written in the timed buffers",
+                )
+        verdicts = session.verdicts(
+            reference["seeds"], fresh["seeds"], seeds=seeds, data_dir=fresh_data, out_dir=fresh_out
+        )
+        for seed in seeds:
+            verdict = verdicts.get(str(seed))
+            if verdict is None or not verdict["correct"]:
+                message = verdict["message"] if verdict else "not compared"
+                raise PhaseFailure(
+                    "cheat",
+                    (
+                        f"{baseline / rotated['p50']:.0f}x faster than the baseline, and wrong on "
+                        f"fresh inputs written into the timed buffers (seed {seed}: {message}): "
+                        "results cached across calls"
+                    ),
+                )
+        fresh_p50 = fresh["latency"]["p50"]
+        if fresh_p50 > CACHE_SLOWDOWN * rotated["p50"] + 1e-3:
+            raise PhaseFailure(
+                "cheat",
+                (
+                    f"{fresh_p50:.4f} ms on fresh inputs against {rotated['p50']:.4f} ms on "
+                    "repeated ones: results cached across calls"
+                ),
+            )
+        session.result.latency_stats |= {
+            "reverified": 1.0,
+            "fresh_p50": fresh_p50,
+            "baseline_ms": baseline,
+        }
+        session.result.seeds = [*session.result.seeds, *seeds]
+
+    def fingerprint(self, target: str) -> dict[str, str]:
+        return {
+            "backend": self.name,
+            "target": self.target,
+            "latency_kind": "measured" if self.host.gpu else "none (interpreter)",
+            **self.host.fingerprint,
+            "accelopt": package_version("accelopt"),
+        }

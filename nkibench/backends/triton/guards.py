@@ -1,0 +1,123 @@
+"""Guards against kernels that game the check or the timer (child side: imports torch).
+
+The known cheats of GPU kernel benchmarks, and what catches each here:
+- unwritten outputs: every uninitialised allocation (`torch.empty` and its relatives) is
+  filled with a NaN of a payload no arithmetic produces before a checked run; an output
+  element still holding that exact bit pattern was never written;
+- mutated inputs: the inputs' bits are compared with a copy after every checked run;
+- work on a side stream: entering or switching streams raises, and the current stream must
+  be the harness's when `run` returns (the static check refuses the names too;
+  on a GPU the timer also compares event time with device-synchronised time);
+- results cached across calls: every check draws fresh inputs, and the seeds run one after
+  another in the same process and in the same buffers (each seed's data copied into the
+  first seed's tensors), so a result remembered by content or by address is a wrong result;
+  a kernel much faster than its baseline is timed again with fresh data written into the
+  timed buffers before every run, and checked on fresh seeds in those buffers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from nkibench.errors import KernelError
+
+__all__ = [
+    "Cheat",
+    "count_poison",
+    "forbid_streams",
+    "inputs_changed",
+    "poisoned_allocations",
+    "snapshot",
+]
+
+
+class Cheat(KernelError):
+    kind = "cheat"
+
+
+POISON: dict[torch.dtype, tuple[torch.dtype, int]] = {
+    # quiet NaNs with payloads that arithmetic never yields (the GPU's own NaN is canonical)
+    torch.float32: (torch.int32, 0x7FD0BAD5),
+    torch.float64: (torch.int64, 0x7FF8BAD5BAD5BAD5),
+    torch.bfloat16: (torch.int16, 0x7FD5),
+    torch.float16: (torch.int16, 0x7ED5),
+    torch.int32: (torch.int32, -0x7ABADBAD),
+    torch.int64: (torch.int64, -0x7ABADBADBADBADBA),
+}
+
+
+def _poison(tensor: torch.Tensor) -> torch.Tensor:
+    if tensor.dtype in POISON and tensor.numel():
+        int_dtype, pattern = POISON[tensor.dtype]
+        tensor.view(int_dtype).fill_(pattern)
+    return tensor
+
+
+def count_poison(tensor: torch.Tensor) -> int:
+    """Elements still holding the poison: never written by the kernel."""
+    if tensor.dtype not in POISON:
+        return 0
+    int_dtype, pattern = POISON[tensor.dtype]
+    return int((tensor.contiguous().view(int_dtype) == pattern).sum().item())
+
+
+@contextlib.contextmanager
+def poisoned_allocations() -> Iterator[None]:
+    """Within: torch.empty, empty_like, empty_strided and Tensor.new_empty return poison."""
+    originals = {name: getattr(torch, name) for name in ("empty", "empty_like", "empty_strided")}
+    new_empty = torch.Tensor.new_empty
+
+    def wrap(allocate: Any) -> Any:
+        def poisoned(*args: Any, **kwargs: Any) -> torch.Tensor:
+            return _poison(allocate(*args, **kwargs))
+
+        return poisoned
+
+    for name, allocate in originals.items():
+        setattr(torch, name, wrap(allocate))
+    torch.Tensor.new_empty = wrap(new_empty)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        for name, allocate in originals.items():
+            setattr(torch, name, allocate)
+        torch.Tensor.new_empty = new_empty  # type: ignore[method-assign]
+
+
+def snapshot(values: list[Any]) -> list[Any]:
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _bits(tensor: torch.Tensor) -> torch.Tensor:
+    sizes = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+    return tensor.contiguous().view(sizes[tensor.element_size()])
+
+
+def inputs_changed(values: list[Any], copies: list[Any]) -> list[int]:
+    """Indices of tensor inputs whose bits differ from their copies."""
+    return [
+        i
+        for i, (value, copy) in enumerate(zip(values, copies, strict=True))
+        if isinstance(value, torch.Tensor) and not torch.equal(_bits(value), _bits(copy))
+    ]
+
+
+def _refuse(*_args: Any, **_kwargs: Any) -> Any:
+    raise Cheat(
+        "the kernel used another CUDA stream: all work must run on the current stream, which "
+        "the harness times (work on a side stream escapes the timer)"
+    )
+
+
+def forbid_streams() -> None:
+    """Make every way of making another stream current raise (for this process). Creating a
+    Stream object stays possible: torch.cuda.current_stream() itself constructs one, and a
+    stream that never becomes current runs nothing of the kernel's."""
+    cuda = torch.cuda
+    for name in ("stream", "set_stream", "StreamContext", "graph", "CUDAGraph"):
+        if hasattr(cuda, name):
+            setattr(cuda, name, _refuse)

@@ -1,0 +1,332 @@
+"""The triton backend's phases inside the sandboxed child (nkibench.sandbox.child imports this
+module by name from the backend's phase table; it imports torch and triton, so only a triton
+phase loads it).
+
+triton_probe:     what this host has: the GPU and its fingerprint, or Triton's interpreter
+triton_reference: get_inputs() under torch.manual_seed(seed), forward() on float32 copies of
+                  low-precision inputs, on the GPU when there is one; saves both per seed
+triton_kernel:    run(*inputs) per seed with the guards on (nkibench.backends.triton.guards)
+triton_measure:   time run() (nkibench.backends.triton.timing); with `fresh`, time it again with
+                  fresh data written into the timed buffers before every run, and run it on
+                  the fresh seeds in those same buffers (a re-verification); with `eager`,
+                  time the reference's forward() in PyTorch too, on the same inputs in their
+                  own dtype
+triton_ceilings:  the device's ceilings (nkibench.backends.triton.ceilings)
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import triton
+from triton.compiler.errors import CompilationError
+
+from nkibench.backends.triton.ceilings import measure_ceilings
+from nkibench.backends.triton.guards import (
+    Cheat,
+    count_poison,
+    forbid_streams,
+    inputs_changed,
+    poisoned_allocations,
+    snapshot,
+)
+from nkibench.backends.triton.interpreter import install_interpreter_fixes, interpreting
+from nkibench.backends.triton.tensors import is_tensor, to_numpy, to_torch, upcast
+from nkibench.backends.triton.timing import Timer, TimingPlan
+from nkibench.sandbox.arrays import listed, restore, save_array, value_spec
+from nkibench.sandbox.kernel import load_phase_kernel, run_error
+from nkibench.sandbox.reference import load_reference
+
+__all__ = [
+    "ceilings_phase",
+    "kernel_phase",
+    "measure_phase",
+    "probe_phase",
+    "reference_phase",
+]
+
+REVERIFY_PLAN = TimingPlan(warmup_ms=5.0, block_ms=50.0, min_runs=10, max_runs=40)
+
+
+def _device() -> str:
+    return "cuda" if torch.cuda.is_available() and not interpreting() else "cpu"
+
+
+def _driver_version() -> str:
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text()
+    except OSError:
+        return "unknown"
+    for word in text.split():
+        if word.count(".") >= 1 and word.replace(".", "").isdigit():
+            return word
+    return "unknown"
+
+
+def probe_phase(request: dict[str, Any]) -> dict[str, Any]:
+    common = {
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+    }
+    if _device() == "cpu":
+        return {"ok": True, "gpu": None, "fingerprint": {**common, "gpu": "none (interpreter)"}}
+    properties = torch.cuda.get_device_properties(0)
+    return {
+        "ok": True,
+        "gpu": properties.name,
+        "fingerprint": {
+            **common,
+            "gpu": properties.name,
+            "compute_capability": f"{properties.major}.{properties.minor}",
+            "driver": _driver_version(),
+            "cuda": str(torch.version.cuda),
+            "multiprocessors": str(properties.multi_processor_count),
+            "memory_gib": f"{properties.total_memory / 2**30:.1f}",
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+        },
+    }
+
+
+def _spec(value: Any, folder: Path, stem: str) -> dict[str, Any]:
+    return value_spec(to_numpy(value) if is_tensor(value) else value, folder, stem)
+
+
+def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
+    path = Path(request["reference"])
+    try:
+        module = load_reference(path, request["overrides"])
+    except Exception as e:
+        return {"ok": False, "kind": "task", "message": f"{path.name}: {type(e).__name__}: {e}"}
+    device = _device()
+    seeds: dict[str, Any] = {}
+    for seed in request["seeds"]:
+        folder = Path(request["data_dir"]) / f"seed_{seed}"
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            torch.manual_seed(seed)
+            inputs = module.get_inputs()
+            if not isinstance(inputs, list | tuple):
+                raise TypeError(f"get_inputs() returned a {type(inputs).__name__}, not a list")
+            started = time.perf_counter()
+            with torch.no_grad():
+                moved = [upcast(x).to(device) if is_tensor(x) else x for x in inputs]
+                expected = listed(module.forward(*moved))
+            if device == "cuda":
+                torch.cuda.synchronize()
+            forward_s = time.perf_counter() - started
+            seeds[str(seed)] = {
+                "inputs": [_spec(v, folder, f"input_{i}") for i, v in enumerate(inputs)],
+                "expected": [_spec(v, folder, f"expected_{i}") for i, v in enumerate(expected)],
+                "forward_s": forward_s,
+            }
+        except Exception as e:
+            return {
+                "ok": False,
+                "kind": "task",
+                "message": f"{path.name}: seed {seed}: {type(e).__name__}: {e}",
+            }
+    return {"ok": True, "seeds": seeds, "work": None}
+
+
+def _arguments(
+    request: dict[str, Any],
+    seed: int,
+    device: str,
+    *,
+    fresh: bool = False,
+) -> list[Any]:
+    """Seed `seed`'s inputs on `device` (`fresh`: the re-verification's own seeds)."""
+    manifest_key, data_key = (
+        ("fresh_manifest", "fresh_data_dir") if fresh else ("manifest", "data_dir")
+    )
+    manifest = request[manifest_key][str(seed)]
+    folder = Path(request[data_key]) / f"seed_{seed}"
+    values = [restore(spec, folder) for spec in manifest["inputs"]]
+    return [to_torch(v, device) if isinstance(v, np.ndarray) else v for v in values]
+
+
+def _load(request: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+    if interpreting():
+        install_interpreter_fixes()
+    # Triton's @jit reads the kernel's source file: give it the source being checked.
+    source_file = Path.cwd() / "kernel.py"
+    source_file.write_text(request["kernel_source"], encoding="utf-8")
+    kernel, failure = load_phase_kernel({**request, "kernel_file": str(source_file)})
+    forbid_streams()
+    return kernel, failure
+
+
+def _checked_run(kernel: Any, args: list[Any], device: str) -> tuple[list[Any], list[int]]:
+    """One guarded run: poisoned allocations, the stream kept, inputs unchanged. Returns
+    the outputs and, per output, the elements never written."""
+    copies = snapshot(args)
+    stream = torch.cuda.current_stream() if device == "cuda" else None
+    with poisoned_allocations():
+        produced = kernel(*args)
+    if device == "cuda":
+        if torch.cuda.current_stream() != stream:
+            raise Cheat("run() returned with another CUDA stream current: work escapes the timer")
+        stream.synchronize()  # the timed stream only: a side stream's work is not waited for
+    outputs = listed(produced)
+    for i, output in enumerate(outputs):
+        if not is_tensor(output):
+            raise TypeError(f"output {i} is a {type(output).__name__}, not a tensor")
+    changed = inputs_changed(args, copies)
+    if changed:
+        raise Cheat(f"the kernel modified its input(s) {changed}: inputs must be left as given")
+    return outputs, [count_poison(o) for o in outputs]
+
+
+def _kind(error: BaseException) -> str:
+    """Triton compiles at the first launch: its errors are compile errors."""
+    return "compile" if isinstance(error, CompilationError) else "runtime"
+
+
+def _save(folder: Path, outputs: list[Any]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, output in enumerate(outputs):
+        save_array(folder / f"output_{i}.npy", to_numpy(output))
+
+
+def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
+    kernel, failure = _load(request)
+    if failure is not None:
+        return failure
+    device = _device()
+    seeds: dict[str, Any] = {}
+    home: list[Any] | None = None
+    for seed in request["seeds"]:
+        # Every seed runs in the first seed's buffers, its data copied in: a kernel that
+        # remembers results by address returns the last seed's answer, and fails.
+        home = _into(home, _arguments(request, seed, device))
+        args = home
+        started = time.perf_counter()
+        try:
+            outputs, never_written = _checked_run(kernel, args, device)
+        except MemoryError:
+            raise
+        except Exception as e:
+            return run_error(e, request, seed, kind=_kind(e))
+        _save(Path(request["out_dir"]) / f"seed_{seed}", outputs)
+        seeds[str(seed)] = {
+            "outputs": len(outputs),
+            "never_written": never_written,
+            "kernel_s": time.perf_counter() - started,
+        }
+    return {"ok": True, "seeds": seeds, "warnings": [], "capacity": {}}
+
+
+def _into(home: list[Any] | None, values: list[Any]) -> list[Any]:
+    if home is None:
+        return values
+    for i, (buffer, value) in enumerate(zip(home, values, strict=True)):
+        if is_tensor(buffer) and buffer.shape == value.shape and buffer.dtype == value.dtype:
+            buffer.copy_(value)
+        else:
+            home[i] = value
+    return home
+
+
+def _perturb(buffers: list[Any], pool: list[list[Any]], i: int) -> None:
+    """Fresh content in the timed buffers before run i: fresh set i mod K, every element
+    scaled by its own random factor in [1, 1 + 2^-4) (signs and magnitudes kept), so that no
+    content comes back, wherever a cache looks. (A first version scaled by a factor that
+    repeated every 97 runs; on the H100 a cache keyed by two elements survived it.)"""
+    for buffer, value in zip(buffers, pool[i % len(pool)], strict=True):
+        if is_tensor(buffer):
+            buffer.copy_(value)
+            if buffer.is_floating_point():
+                buffer.mul_(1.0 + torch.rand_like(buffer) * 0.0625)
+
+
+def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
+    kernel, failure = _load(request)
+    if failure is not None:
+        return failure
+    device = "cuda"
+    timer = Timer(torch.device(device))
+    sets = [_arguments(request, s, device) for s in request["seeds"]]
+    copies = [snapshot(args) for args in sets]
+    try:
+        stats = timer.measure(lambda i: kernel(*sets[i % len(sets)]))
+        overhead = timer.launch_overhead_ms()
+        synchronised = timer.synchronised_ms(lambda i: kernel(*sets[i % len(sets)]))
+    except MemoryError:
+        raise
+    except Exception as e:
+        return run_error(e, request, request["seeds"][0], kind=_kind(e))
+    result: dict[str, Any] = {
+        "ok": True,
+        "latency": stats,
+        "synchronised_ms": synchronised,
+        "launch_overhead_ms": overhead,
+    }
+    hidden = synchronised - overhead - stats["p50"]
+    if hidden > max(0.2, stats["p50"]):
+        return _cheat(
+            f"run() takes {synchronised - overhead:.3f} ms when the whole device is waited "
+            f"for, but {stats['p50']:.3f} ms on the timed stream: its work escapes the timer "
+            "(a side stream)"
+        )
+    for number, (args, copy) in enumerate(zip(sets, copies, strict=True)):
+        changed = inputs_changed(args, copy)
+        if changed:
+            return _cheat(
+                f"timing modified input(s) {changed} of set {number}: inputs must be left as given"
+            )
+    if request.get("eager"):
+        module = load_reference(Path(request["reference"]), request["overrides"])
+        with torch.no_grad():
+            result["eager"] = timer.measure(lambda i: module.forward(*sets[i % len(sets)]))
+    if request.get("fresh_seeds"):
+        try:
+            result["fresh"] = _reverify(request, kernel, timer, buffers=sets[0], rotated=stats)
+        except Cheat as e:
+            return _cheat(e.message)
+    return result
+
+
+def _cheat(message: str) -> dict[str, Any]:
+    return {"ok": False, "kind": "cheat", "line": 0, "message": message}
+
+
+def _reverify(
+    request: dict[str, Any],
+    kernel: Any,
+    timer: Timer,
+    *,
+    buffers: list[Any],
+    rotated: dict[str, float],
+) -> dict[str, Any]:
+    pool = [_arguments(request, s, "cuda", fresh=True) for s in request["fresh_seeds"]]
+    # few runs: a kernel that keeps a result per input it saw grows by one output a run
+    short = Timer(timer.device, REVERIFY_PLAN)
+    try:
+        fresh = short.measure(
+            lambda _i: kernel(*buffers), before=lambda i: _perturb(buffers, pool, i)
+        )
+    except torch.cuda.OutOfMemoryError as e:
+        raise Cheat(
+            "the device ran out of memory while the kernel ran on fresh inputs (it keeps "
+            f"something per input it sees: results cached across calls): {e}"
+        ) from e
+    seeds: dict[str, Any] = {}
+    for seed, values in zip(request["fresh_seeds"], pool, strict=True):
+        for buffer, value in zip(buffers, values, strict=True):
+            if is_tensor(buffer):
+                buffer.copy_(value)  # the timed buffers themselves: a cache keyed by address
+        outputs, never_written = _checked_run(kernel, buffers, "cuda")
+        _save(Path(request["fresh_out_dir"]) / f"seed_{seed}", outputs)
+        seeds[str(seed)] = {"outputs": len(outputs), "never_written": never_written}
+    return {"latency": fresh, "seeds": seeds, "rotated_p50": rotated["p50"]}
+
+
+def ceilings_phase(request: dict[str, Any]) -> dict[str, Any]:
+    return {"ok": True, "ceilings": measure_ceilings(torch.device("cuda"))}

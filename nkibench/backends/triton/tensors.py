@@ -1,0 +1,49 @@
+"""Tensors between the sandboxed phases and PyTorch (child side: imports torch).
+
+The phases exchange `.npy` files (nkibench.sandbox.arrays keeps bfloat16 as ml_dtypes.bfloat16);
+NumPy has no bfloat16 of its own and torch.from_numpy knows no ml_dtypes, so bfloat16 crosses
+as its 16 bits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import torch
+
+__all__ = ["is_tensor", "to_numpy", "to_torch", "upcast"]
+
+_BITS = {
+    torch.bfloat16: (np.dtype(ml_dtypes.bfloat16), torch.int16, np.int16),
+}
+
+
+def is_tensor(value: Any) -> bool:
+    return isinstance(value, torch.Tensor)
+
+
+def to_numpy(tensor: torch.Tensor) -> np.ndarray[Any, Any]:
+    tensor = tensor.detach().to("cpu").contiguous()
+    if tensor.dtype in _BITS:
+        numpy_dtype, int_dtype, _ = _BITS[tensor.dtype]
+        bits: np.ndarray[Any, Any] = tensor.view(int_dtype).numpy()
+        return bits.view(numpy_dtype)
+    return tensor.numpy()
+
+
+def to_torch(array: np.ndarray[Any, Any], device: str) -> torch.Tensor:
+    for torch_dtype, (numpy_dtype, _, numpy_int) in _BITS.items():
+        if array.dtype == numpy_dtype:
+            bits = torch.from_numpy(np.ascontiguousarray(array).view(numpy_int))
+            return bits.view(torch_dtype).to(device)
+    return torch.from_numpy(np.ascontiguousarray(array)).to(device)
+
+
+def upcast(value: Any) -> Any:
+    """The reference's view of an input: bfloat16 and float16 tensors in float32 (a
+    higher-precision reference than the kernel's own arithmetic)."""
+    if isinstance(value, torch.Tensor) and value.dtype in (torch.bfloat16, torch.float16):
+        return value.float()
+    return value

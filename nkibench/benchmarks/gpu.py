@@ -1,0 +1,97 @@
+"""`accelopt bench gpu`: the GPU suite's baselines on this GPU, against PyTorch eager and the
+roofline of the device's measured ceilings, in passes run back to back (their difference is
+the timer's spread). Every latency here is measured."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from nkibench.backends.triton.backend import TritonBackend
+from nkibench.harness import fresh_seeds, profile_kernel
+from nkibench.suites import GPU_SUITE
+from nkibench.task.spec import TaskSpec, load_task
+
+__all__ = ["gpu_suite", "run_gpu_benchmark"]
+
+
+def gpu_suite(names: list[str] | None = None) -> list[TaskSpec]:
+    folders = sorted(p for p in GPU_SUITE.iterdir() if (p / "task.toml").is_file())
+    tasks = [load_task(p) for p in folders]
+    if names:
+        unknown = set(names) - {t.name for t in tasks}
+        if unknown:
+            raise ValueError(f"no GPU-suite task named {', '.join(sorted(unknown))}")
+        tasks = [t for t in tasks if t.name in names]
+    return tasks
+
+
+def _row(backend: TritonBackend, task: TaskSpec, shapes: str, seeds: int) -> dict[str, Any]:
+    result = profile_kernel(task, backend=backend, shapes=shapes, seeds=fresh_seeds(seeds))
+    row: dict[str, Any] = {
+        "task": task.name,
+        "dtype": task.dtype,
+        "correct": result.correct,
+        "error": f"{result.error_kind}: {result.message}" if result.error_kind else None,
+        "latency_ms": result.latency_ms,
+        "latency_kind": result.latency_kind,
+        "rel_spread": result.latency_stats.get("rel_spread"),
+        "pct_of_peak": result.pct_of_peak,
+        "roofline_ms": result.roofline["time_ms"] if result.roofline else None,
+        "bound": result.roofline["bound"] if result.roofline else None,
+        "max_rel_l2": result.max_rel_l2,
+        "counters": result.counters,
+    }
+    row["eager_ms"] = result.latency_stats.get("eager_p50")
+    return row
+
+
+def run_gpu_benchmark(
+    backend: TritonBackend,
+    *,
+    shapes: str = "full",
+    passes: int = 2,
+    names: list[str] | None = None,
+    seeds: int = 1,
+    progress: Callable[[str], None] | None = None,
+    checkpoint: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """`seeds` fresh seeds check each kernel before it is timed (`accelopt check` and the
+    search use the task's count); `checkpoint` gets the result so far after every task."""
+    tasks = gpu_suite(names)
+    started = time.monotonic()
+    runs: list[list[dict[str, Any]]] = []
+    for number in range(passes):
+        rows: list[dict[str, Any]] = []
+        runs.append(rows)
+        for task in tasks:
+            rows.append(_row(backend, task, shapes, seeds))
+            if progress:
+                progress(f"pass {number + 1}: {task.name}: {rows[-1]['latency_ms']}")
+            if checkpoint:
+                checkpoint(_summary(backend, shapes, runs, tasks, started))
+    return _summary(backend, shapes, runs, tasks, started)
+
+
+def _summary(
+    backend: TritonBackend,
+    shapes: str,
+    runs: list[list[dict[str, Any]]],
+    tasks: list[TaskSpec],
+    started: float,
+) -> dict[str, Any]:
+    spread = {}
+    for index, task in enumerate(tasks):
+        values = [run[index]["latency_ms"] for run in runs if index < len(run)]
+        if len(values) > 1 and all(v is not None for v in values):
+            spread[task.name] = (max(values) - min(values)) / min(values)
+    return {
+        "gpu": backend.host.gpu,
+        "fingerprint": backend.fingerprint(backend.target),
+        "ceilings": backend.ceilings.to_json() if backend.ceilings else None,
+        "shapes": shapes,
+        "passes": runs,
+        "pass_spread": spread,
+        "seconds": time.monotonic() - started,
+    }

@@ -1,6 +1,0 @@
-"""The `neuron` backend: real neuronx-cc and neuron-profile on a Trainium host."""
-
-from nkibench.neuron.backend import NeuronBackend
-from nkibench.neuron.detect import NeuronHost, detect_neuron
-
-__all__ = ["NeuronBackend", "NeuronHost", "detect_neuron"]

@@ -1,0 +1,54 @@
+"""The sandboxed child: `python -m nkibench.sandbox.child` reads one request on stdin, applies
+its resource limits to itself, runs one phase of a check, and writes the phase's result to a
+file.
+
+The request names the phase's function as "module:function" (the backend's phase table,
+nkibench.backend.Phase); the module is imported here, after the limits apply, so that nothing
+of a backend loads in a child that does not run it. This module imports only the standard
+library and nkibench.sandbox.process before the request is read.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nkibench.sandbox.process import apply_limits, die_with_parent
+
+__all__ = ["main"]
+
+
+def _phase(entry: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    module, _, function = entry.partition(":")
+    phase: Callable[[dict[str, Any]], dict[str, Any]] = getattr(
+        importlib.import_module(module), function
+    )
+    return phase
+
+
+def main() -> None:
+    die_with_parent()
+    request = json.loads(sys.stdin.buffer.read())
+    apply_limits(request["limits"])  # before anything of the task or the kernel runs
+    result_path = Path(request["result_path"])
+    from nkibench.sandbox.reference import TaskCodeFailed  # noqa: PLC0415 (numpy: after limits)
+
+    try:
+        result = _phase(request["entry"])(request)
+    except TaskCodeFailed as failure:
+        result = failure.result
+    except MemoryError:
+        result = {
+            "ok": False,
+            "kind": "resource",
+            "message": "out of memory (the memory limit was reached)",
+        }
+    result_path.write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""A task's reference.py inside the sandboxed child: loaded under a shape set (constants
+replaced before it runs), and the NumPy reference phase of NKI tasks, which makes every seed's
+inputs and expected outputs.
+
+Runs only inside a sandboxed child: reference code is the user's, and may be slow or broken.
+"""
+
+from __future__ import annotations
+
+import ast
+import time
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from nkibench.dtypes import as_dtype
+from nkibench.errors import TaskError
+from nkibench.policy.flop_count import compulsory_bytes, count_forward
+from nkibench.sandbox.arrays import listed, value_spec
+
+__all__ = ["TaskCodeFailed", "load_reference", "reference_module", "reference_phase"]
+
+
+def _override(tree: ast.Module, overrides: dict[str, Any], path: Path) -> None:
+    remaining = dict(overrides)
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            target = statement.target
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id in remaining:
+            value = ast.Constant(remaining.pop(target.id))
+            statement.value = ast.copy_location(value, statement)
+    if remaining:
+        raise TaskError(f"{path}: no module-level assignment of {', '.join(sorted(remaining))}")
+
+
+def load_reference(path: Path, overrides: dict[str, Any]) -> ModuleType:
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source, filename=str(path))
+    _override(tree, overrides, path)
+    module = ModuleType("reference")
+    module.__file__ = str(path)
+    exec(compile(tree, str(path), "exec"), module.__dict__)
+    return module
+
+
+def _reference_error(error: BaseException, path: str) -> dict[str, Any]:
+    line = 0
+    for frame in traceback.extract_tb(error.__traceback__):
+        if frame.filename == path:
+            line = frame.lineno or 0
+    where = f"{Path(path).name} line {line}" if line else Path(path).name
+    return {"ok": False, "kind": "task", "message": f"{where}: {type(error).__name__}: {error}"}
+
+
+class TaskCodeFailed(Exception):
+    """The task's own code failed: the phase's result is this error (the child writes it)."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        super().__init__(result["message"])
+        self.result = result
+
+
+def reference_module(request: dict[str, Any]) -> ModuleType:
+    """The request's reference.py, loaded; its failure is the phase's result."""
+    path = request["reference"]
+    try:
+        return load_reference(Path(path), request["overrides"])
+    except Exception as e:
+        raise TaskCodeFailed(_reference_error(e, path)) from e
+
+
+def _count_work(
+    module: ModuleType, inputs: list[Any], kernel_inputs: list[Any], expected: list[Any]
+) -> dict[str, Any]:
+    """The roofline's flops and bytes, counted from forward() (see nkibench.policy.flop_count)."""
+    try:
+        tally = count_forward(module.forward, inputs)
+    except Exception as e:
+        return {"error": f"counting forward()'s work failed: {type(e).__name__}: {e}"}
+    return {
+        "vec_flops": tally.vec_flops,
+        "mm_flops": tally.mm_flops,
+        "bytes": compulsory_bytes(kernel_inputs, expected),
+    }
+
+
+def _check_dtypes(kernel_inputs: list[Any]) -> None:
+    for i, value in enumerate(kernel_inputs):
+        if isinstance(value, np.ndarray):
+            try:
+                as_dtype(value.dtype)
+            except Exception:
+                raise TypeError(
+                    f"kernel input {i} has dtype {value.dtype}, which NKI does not have "
+                    "(cast it, e.g. .astype(np.float32))"
+                ) from None
+
+
+def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
+    """get_inputs() under np.random.seed(seed) and forward() per seed, with AccelOpt's optional
+    transform_to_nki_inputs; both saved, with the work counted once when asked."""
+    path = request["reference"]
+    module = reference_module(request)
+    data = Path(request["data_dir"])
+    seeds: dict[str, Any] = {}
+    work: dict[str, Any] | None = None
+    for seed in request["seeds"]:
+        folder = data / f"seed_{seed}"
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            np.random.seed(seed)
+            inputs = module.get_inputs()
+            if not isinstance(inputs, list | tuple):
+                raise TypeError(f"get_inputs() returned a {type(inputs).__name__}, not a list")
+            started = time.perf_counter()
+            expected = module.forward(
+                *[np.copy(x) if isinstance(x, np.ndarray) else x for x in inputs]
+            )
+            forward_s = time.perf_counter() - started
+            transform = getattr(module, "transform_to_nki_inputs", None)
+            kernel_inputs = listed(transform(list(inputs))) if transform else list(inputs)
+            _check_dtypes(kernel_inputs)
+            if request.get("count_work") and work is None:
+                work = _count_work(module, list(inputs), kernel_inputs, listed(expected))
+            seeds[str(seed)] = {
+                "inputs": [
+                    value_spec(v, folder, f"input_{i}") for i, v in enumerate(kernel_inputs)
+                ],
+                "expected": [
+                    value_spec(v, folder, f"expected_{i}") for i, v in enumerate(listed(expected))
+                ],
+                "forward_s": forward_s,
+            }
+        except Exception as e:
+            return _reference_error(e, path)
+    return {"ok": True, "seeds": seeds, "work": work}
