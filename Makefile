@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test check lint bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "accelopt needs Python >= 3.11"'
@@ -25,8 +25,14 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# Everything, as CI runs it: the end-to-end tests (slow) and PostgreSQL's included.
 test: lint
 	$(BIN)/pytest
+
+# The fast loop while working: lint, types, and the tests that need neither a real daemon
+# process end to end nor the PostgreSQL server.
+check: lint
+	$(BIN)/pytest -m "not slow and not postgres"
 
 bench: $(STAMP)
 	$(BIN)/accelopt bench store

@@ -1,6 +1,6 @@
 """The event store port: what every adapter (SQL, in-memory) promises.
 
-The contract tests in tests/test_store_contract.py run against every adapter.
+The contract tests in tests/store/test_store_contract.py run against every adapter.
 """
 
 from __future__ import annotations

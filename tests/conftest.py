@@ -22,6 +22,16 @@ from store.migrate import upgrade
 from store.sql import SqlEventStore
 
 PG_URL = os.environ.get("ACCELOPT_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+E2E = Path(__file__).with_name("e2e")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything under tests/e2e runs real processes end to end: `slow` (make test runs it,
+    make check does not)."""
+    for item in items:
+        if E2E in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.slow)
+
 
 UrlFactory = Callable[[], str]
 
@@ -141,4 +151,4 @@ def store(
     yield open_stores(request.getfixturevalue(name)())
 
 
-from tests.nki_helpers import shadow_modules  # noqa: E402, F401 - a fixture for nkisim tests
+from tests.support.nki_helpers import shadow_modules  # noqa: E402, F401 - a fixture for nkisim tests

@@ -219,7 +219,7 @@ def run_calibration_benchmark(*, threads: int | None = None) -> dict[str, Any]:
                 shapes=measured["shapes"],
                 target=measured["target"],
                 seeds=task.seeds[:1],
-                order_check=False,  # our own kernels; tests/test_cost_model.py checks them
+                order_check=False,  # our own kernels; tests/nkibench/test_cost_model.py checks them
                 threads=threads or os.cpu_count() or 1,
             )
             rows.append(

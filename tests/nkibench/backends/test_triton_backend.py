@@ -1,0 +1,128 @@
+"""The triton backend without a GPU (as CI runs it): every GPU-suite baseline is correct under
+Triton's CPU interpreter at its small shapes, and planted cheats and bugs are caught."""
+
+from __future__ import annotations
+
+import pytest
+
+from nkibench.backends.triton.backend import TritonBackend
+from nkibench.errors import BackendUnavailable
+from nkibench.harness import check_kernel, profile_kernel
+from nkibench.suites import NKI_SUITE as SUITE
+from nkibench.task.spec import load_task
+from tests.support.triton_helpers import GPU_TASKS, SILU, planted, triton_backend
+
+__all__ = ["triton_backend"]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("name", GPU_TASKS)
+def test_every_gpu_suite_baseline_is_correct_at_small_shapes(
+    name: str, triton_backend: TritonBackend
+) -> None:
+    task = load_task(SILU.parent / name)
+    result = check_kernel(task, backend=triton_backend, shapes="small")
+    assert result.correct, f"{name}: {result.error_kind}: {result.message}"
+    assert result.max_rel_l2 is not None
+    assert result.max_rel_l2 <= task.rel_tol
+    assert len(result.seeds) == len(task.seeds)
+
+
+def test_the_suite_has_the_fourteen_operator_families() -> None:
+    assert len(GPU_TASKS) == 14
+
+
+def test_every_check_draws_fresh_seeds(triton_backend: TritonBackend) -> None:
+    task = load_task(SILU)
+    first = check_kernel(task, backend=triton_backend, shapes="small")
+    second = check_kernel(task, backend=triton_backend, shapes="small")
+    assert first.correct
+    assert second.correct
+    assert not set(first.seeds) & set(second.seeds)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "kind", "words"),
+    [
+        ("mutates_input", "cheat", "modified its input(s) [0]"),
+        ("unwritten_tail", "incorrect", "never written"),
+        ("cached_result", "incorrect", "relative L2 error"),
+        ("side_stream", "rejected", "torch.cuda.Stream"),
+        ("out_of_bounds", "runtime", "out-of-bounds load"),
+    ],
+)
+def test_planted_cheats_and_bugs_are_caught(
+    kernel: str, kind: str, words: str, triton_backend: TritonBackend
+) -> None:
+    if kernel == "out_of_bounds" and triton_backend.host.gpu is not None:
+        pytest.skip("bounds are checked under the interpreter; a GPU reads past the end quietly")
+    task = load_task(SILU)
+    result = check_kernel(
+        task, backend=triton_backend, shapes="medium", kernel_source=planted(kernel)
+    )
+    assert not result.correct
+    assert result.error_kind == kind, result.message
+    assert words in result.message
+
+
+def test_a_triton_task_needs_the_triton_backend(triton_backend: TritonBackend) -> None:
+    with pytest.raises(BackendUnavailable, match="a triton task; the nkisim backend"):
+        check_kernel(load_task(SILU))
+    nki_task = load_task(SUITE / "silu")
+    with pytest.raises(BackendUnavailable, match="a nki task; the triton backend"):
+        check_kernel(nki_task, backend=triton_backend)
+
+
+def test_without_a_gpu_nothing_is_timed(triton_backend: TritonBackend) -> None:
+    if triton_backend.host.gpu is not None:
+        pytest.skip("this host has a GPU")
+    result = profile_kernel(load_task(SILU), backend=triton_backend, shapes="small")
+    assert result.correct
+    assert (result.error_kind, result.latency_ms) == ("measurement", None)
+    assert "no GPU here" in result.message
+    with pytest.raises(BackendUnavailable, match="no CUDA GPU"):
+        TritonBackend(require_gpu=True)
+
+
+def test_switching_streams_at_run_time_is_a_cheat(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run-time layer under the static check (the kernel child installs it)."""
+    import torch
+
+    from nkibench.backends.triton.guards import Cheat, forbid_streams
+
+    for name in ("stream", "set_stream", "StreamContext", "graph", "CUDAGraph"):
+        monkeypatch.setattr(torch.cuda, name, getattr(torch.cuda, name))
+    forbid_streams()
+    with pytest.raises(Cheat, match="another CUDA stream"):
+        torch.cuda.stream(None)
+    with pytest.raises(Cheat, match="another CUDA stream"):
+        torch.cuda.set_stream(None)
+
+
+def test_ceilings_are_measured_once_per_device_and_read_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from daemon.backends import EventLogDeviceMemo
+    from nkibench.backends.triton.backend import DeviceCeilings, TritonHost
+    from nkibench.backends.triton.provider import ceilings
+    from store.memory import MemoryEventStore
+
+    fingerprint = {"gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "driver": "580"}
+    backend = TritonBackend(host=TritonHost("NVIDIA H100 80GB HBM3", fingerprint))
+    rates = {"bfloat16": 6.9e14, "float16": 6.6e14, "float32": 3.7e14, "float32_ieee": 5.2e13}
+    measured = DeviceCeilings(backend.target, fingerprint, 3e12, 6.6e13, rates, {"copy": "1 GiB"})
+    calls: list[int] = []
+
+    def measure() -> DeviceCeilings:
+        calls.append(1)
+        return measured
+
+    monkeypatch.setattr(backend, "measure_ceilings", measure)
+    store = MemoryEventStore()
+    assert ceilings(backend, EventLogDeviceMemo(store)) == measured
+    assert ceilings(backend, EventLogDeviceMemo(store)) == measured  # read back from the event
+    assert calls == [1]
+    peaks = measured.peaks()
+    assert peaks.matmul_rate("bfloat16").value == 6.9e14
+    assert peaks.matmul_rate("float32").value == 3.7e14  # tf32: Triton's float32 dot
