@@ -115,7 +115,11 @@ class LLMClient:
         task: str | None,
         seed: int | None = None,
     ) -> Completion:
-        """The answer to `messages`: recorded earlier under `call_id`, or asked for now."""
+        """The answer to `messages`: recorded earlier under `call_id`, or asked for now. What
+        is sent passes the store's scrubber first: a secret in an error message shown to the
+        fixer goes no further than this process."""
+        scrubber = self.recorder.store.scrubber
+        messages = [{**m, "content": scrubber.text(m["content"])} for m in messages]
         stream = f"llm:{call_id}"
         earlier = list(self.recorder.of_type(stream, LLMCallCompleted))
         for call in earlier:
@@ -200,6 +204,12 @@ class LLMClient:
             )
         except (openai.APITimeoutError, openai.APIConnectionError) as e:
             failed = _Attempt(f"{type(e).__name__}: {_short(str(e))}", retry=True)
+        except (openai.APIError, ValueError) as e:
+            # an answer that is not a Chat Completion (HTTP 200 with a body that is not its
+            # JSON): recorded like any failed attempt, so that retries and budgets apply
+            failed = _Attempt(
+                f"not a chat completion: {type(e).__name__}: {_short(str(e))}", retry=True
+            )
         else:
             failed = None
         if failed is not None:

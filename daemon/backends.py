@@ -13,6 +13,7 @@ from typing import Any
 
 from events.catalog import DeviceCeilingsMeasured
 from nkibench.backends import OpenedBackend, open_backend
+from nkibench.sandbox.isolation import Isolation
 from store.base import EventStore
 from store.recorder import Recorder
 
@@ -84,8 +85,17 @@ def open_for_command(
     target: str | None,
     store: StoreSource | None,
     *,
+    isolation: Isolation,
     require_device: bool = True,
 ) -> OpenedBackend:
-    """Open `backend` on `devices`, its per-device facts kept in `store`'s log (if any)."""
+    """Open `backend` on `devices`, its children in `isolation`, its per-device facts kept in
+    `store`'s log (if any)."""
     memo = EventLogDeviceMemo(store) if store is not None else None
-    return open_backend(backend, devices, target=target, require_device=require_device, memo=memo)
+    return open_backend(
+        backend,
+        devices,
+        target=target,
+        require_device=require_device,
+        memo=memo,
+        isolation=isolation,
+    )

@@ -10,6 +10,8 @@ from typing import Any
 
 import structlog
 
+from store.scrub import Scrubber
+
 __all__ = ["configure_logging"]
 
 PRIORITY = {"critical": 2, "error": 3, "warning": 4, "info": 6, "debug": 7}
@@ -27,10 +29,28 @@ def _redact(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]
     return event
 
 
-def configure_logging(*, json_lines: bool | None = None, level: str = "info") -> None:
-    """JSON lines unless stdout is a terminal (then a readable console), at `level`."""
+class _Scrub:
+    """Secrets' values out of every field and of the rendered line (store.scrub)."""
+
+    __slots__ = ("scrubber",)
+
+    def __init__(self, scrubber: Scrubber) -> None:
+        self.scrubber = scrubber
+
+    def __call__(self, _logger: Any, _method: str, event: Any) -> Any:
+        if isinstance(event, str):
+            return self.scrubber.text(event)
+        return self.scrubber.value(event)
+
+
+def configure_logging(
+    *, json_lines: bool | None = None, level: str = "info", scrubber: Scrubber | None = None
+) -> None:
+    """JSON lines unless stdout is a terminal (then a readable console), at `level`, with the
+    values of `scrubber`'s secrets taken out of every line."""
     if json_lines is None:
         json_lines = not sys.stdout.isatty()
+    scrub = _Scrub(scrubber or Scrubber())
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -38,11 +58,12 @@ def configure_logging(*, json_lines: bool | None = None, level: str = "info") ->
         structlog.processors.StackInfoRenderer(),
         structlog.processors.dict_tracebacks,
         _redact,
+        scrub,
     ]
     final: list[Any] = (
-        [structlog.processors.JSONRenderer(), _journald_prefix]
+        [structlog.processors.JSONRenderer(), scrub, _journald_prefix]
         if json_lines
-        else [structlog.dev.ConsoleRenderer(colors=False)]
+        else [structlog.dev.ConsoleRenderer(colors=False), scrub]
     )
     structlog.configure(
         processors=[*shared, *final],

@@ -40,6 +40,7 @@ from daemon.library import promotions, sync_library
 from daemon.notify import Notifier
 from daemon.portfolio import PortfolioView, choose
 from daemon.revisions import materialize
+from daemon.secrets import scrubber_for
 from daemon.settings import Settings
 from daemon.watcher import ObserverKind, TaskWatcher
 from daemon.workers import QueuedProfiler, Worker
@@ -87,6 +88,8 @@ class DaemonOptions:
     tick_s: float = 1.0
     """The main loop's pace when nothing wakes it (new folders and finished searches do)."""
     status_s: float = 10.0
+    unsafe_sandbox: bool = False
+    """Run kernels without bubblewrap where it cannot run (said loudly) instead of refusing."""
 
 
 @dataclass
@@ -326,7 +329,12 @@ class Daemon:
             upgrade(engine)
         finally:
             engine.dispose()
-        self.store = SqlEventStore.open(self.database_url)
+        self.store = SqlEventStore.open(
+            self.database_url, scrubber=scrubber_for(self.settings, self.database_url)
+        )
+        self.isolation = self.settings.isolation(allow_unsafe=self.options.unsafe_sandbox)
+        if not self.isolation.contained:
+            log.warning("NO OS SANDBOX: kernels run unconfined", sandbox=self.isolation.describe())
         host = platform.node()
         self.recorder = Recorder(self.store, correlation_id=f"daemon:{host}:{os.getpid()}")
         self.queue = SqlJobQueue(self.store.engine)
@@ -335,6 +343,8 @@ class Daemon:
             log.info("jobs requeued after an unclean stop", jobs=requeued)
         self.llm = None
         if self.settings.agents_enabled:
+            if self.settings.llm.api_key[1] == "environment":
+                log.warning("the LLM API key is in the environment", hint=KEY_HINT)
             self.llm = LLMClient(
                 self.settings.llm_config(),
                 self.recorder,
@@ -355,7 +365,11 @@ class Daemon:
         self._signals()
         self._open()
         opened = open_for_command(
-            self.options.backend, self.options.devices, self.options.target, self.store
+            self.options.backend,
+            self.options.devices,
+            self.options.target,
+            self.store,
+            isolation=self.isolation,
         )
         self.backend_name, self.target = opened.name, opened.target
         workdir = self.state_dir / "work"
@@ -447,6 +461,11 @@ class Daemon:
         log.info("stopped", reason=self.reason)
 
 
+KEY_HINT = (
+    "ACCELOPT_LLM_API_KEY stays readable in /proc/<pid>/environ for the daemon's whole life: "
+    "put the key in a file named by ACCELOPT_LLM_API_KEY_FILE, or in the systemd credential "
+    "llm_api_key (LoadCredential=)"
+)
 REVERIFY_SEEDS = 5
 """Fresh inputs per re-verification, as many as AccelOpt's correctness seeds."""
 PORTFOLIO_TYPES = frozenset(

@@ -1,17 +1,36 @@
-"""The one settings object, read from the environment once per process."""
+"""The one settings object, read from the environment once per process.
 
+Two parts, read separately so that a bad value in one never breaks a command that needs only
+the other: where accelopt keeps its state and which database and sandbox it uses (every
+command), and the LLM endpoints, models, prices and budgets (only the commands that call the
+agents read them, and a malformed value fails there with the variable's name).
+
+The API key is never needed in the process environment, which /proc/<pid>/environ shows for a
+process's whole life: it is read from ACCELOPT_LLM_API_KEY_FILE, else from the systemd
+credential `llm_api_key` ($CREDENTIALS_DIRECTORY, `LoadCredential=`), else, for compatibility
+and with a warning, from ACCELOPT_LLM_API_KEY.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsError as SourceError
 
 from agents.config import ROLES, Budget, LLMConfig, Price, RoleConfig
 from events.errors import AccelOptError
+from nkibench.sandbox.isolation import Isolation
 
-__all__ = ["Settings", "SettingsError"]
+__all__ = ["ApiKeySource", "LLMSettings", "Settings", "SettingsError"]
 
 ROLE_KEYS = {"model", "base_url", "api_key", "temperature", "max_tokens", "reasoning_effort"}
+CREDENTIAL = "llm_api_key"
+"""The systemd credential's name (`LoadCredential=llm_api_key:/etc/accelopt/llm_api_key`)."""
+ApiKeySource = Literal["file", "credential", "environment", "none"]
 
 
 class SettingsError(AccelOptError):
@@ -20,24 +39,32 @@ class SettingsError(AccelOptError):
     exit_code: ClassVar[int] = 2
 
 
-class Settings(BaseSettings):
-    """accelopt's settings. Environment names are ACCELOPT_<FIELD> unless stated."""
+def _invalid(error: ValidationError | SourceError, prefix: str) -> SettingsError:
+    if isinstance(error, SourceError):
+        return SettingsError(f"a malformed setting: {error}")
+    problems = [
+        f"{prefix}{str(e['loc'][0]).upper() if e['loc'] else '?'}: {e['msg']}"
+        for e in error.errors()
+    ]
+    return SettingsError("; ".join(problems))
+
+
+class LLMSettings(BaseSettings):
+    """The agents' settings: ACCELOPT_<FIELD>."""
 
     model_config = SettingsConfigDict(env_prefix="ACCELOPT_", extra="ignore")
 
-    db: str | None = None
-    """Database URL (sqlite:///PATH or postgresql://...). Default: a SQLite file in home."""
-    home: Path | None = None
-    """State directory. Default: $XDG_STATE_HOME/accelopt, else ~/.local/state/accelopt."""
-    xdg_state_home: Path | None = Field(
-        default=None, validation_alias=AliasChoices("XDG_STATE_HOME")
-    )
-
-    # --- the LLM endpoints: one OpenAI-compatible API shared by the roles, unless overridden
     llm_base_url: str | None = None
     """The OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1 for a local vLLM); without
     one the daemon profiles and sweeps tunables, and the agents stay idle."""
-    llm_api_key: SecretStr = SecretStr("EMPTY")
+    llm_api_key_file: Path | None = None
+    """A file holding the key (read once at start; the key never enters the environment)."""
+    llm_api_key: SecretStr | None = None
+    """Compatibility only: a key in the environment is visible in /proc for the process's
+    whole life. Prefer ACCELOPT_LLM_API_KEY_FILE or the systemd credential."""
+    credentials_directory: Path | None = Field(
+        default=None, validation_alias=AliasChoices("CREDENTIALS_DIRECTORY")
+    )
     planner_model: str | None = None
     executor_model: str | None = None
     """Default: the planner's model."""
@@ -52,30 +79,29 @@ class Settings(BaseSettings):
     """Per-role overrides as JSON, e.g. {"executor": {"base_url": "...", "temperature": 1.0}}."""
     llm_prices: dict[str, Price] = Field(default_factory=dict)
     """Model → US dollars per million tokens, as JSON: {"m": {"prompt": 0.1, "completion": 0.5}}."""
-    llm_timeout_s: float = 600.0
-    llm_max_attempts: int = 4
-    llm_retry_base_s: float = 1.0
-    llm_max_concurrency: int = 8
+    llm_timeout_s: float = Field(default=600.0, gt=0)
+    llm_max_attempts: int = Field(default=4, ge=1)
+    llm_retry_base_s: float = Field(default=1.0, ge=0)
+    llm_max_concurrency: int = Field(default=8, ge=1)
 
     # --- budgets (None: no limit)
-    budget_task_tokens: int | None = None
-    budget_task_usd: float | None = None
-    budget_total_tokens: int | None = None
-    budget_total_usd: float | None = None
+    budget_task_tokens: int | None = Field(default=None, ge=0)
+    budget_task_usd: float | None = Field(default=None, ge=0)
+    budget_total_tokens: int | None = Field(default=None, ge=0)
+    budget_total_usd: float | None = Field(default=None, ge=0)
 
-    def state_dir(self) -> Path:
-        if self.home is not None:
-            return self.home.expanduser()
-        base = self.xdg_state_home or Path.home() / ".local" / "state"
-        return base.expanduser() / "accelopt"
-
-    def database_url(self, override: str | None = None) -> str:
-        """--db, else ACCELOPT_DB, else the SQLite file in the state directory."""
-        if override:
-            return override
-        if self.db:
-            return self.db
-        return f"sqlite:///{self.state_dir() / 'accelopt.db'}"
+    @cached_property
+    def api_key(self) -> tuple[SecretStr, ApiKeySource]:
+        """The key and where it came from (read once)."""
+        if self.llm_api_key_file is not None:
+            return _read_key(self.llm_api_key_file, "ACCELOPT_LLM_API_KEY_FILE"), "file"
+        if self.credentials_directory is not None:
+            credential = self.credentials_directory / CREDENTIAL
+            if credential.is_file():
+                return _read_key(credential, f"the systemd credential {CREDENTIAL}"), "credential"
+        if self.llm_api_key is not None:
+            return self.llm_api_key, "environment"
+        return SecretStr("EMPTY"), "none"
 
     def _models(self) -> dict[str, str]:
         if not self.planner_model:
@@ -91,17 +117,12 @@ class Settings(BaseSettings):
             "fixer": self.fixer_model or executor,
         }
 
-    @property
-    def agents_enabled(self) -> bool:
-        return self.llm_base_url is not None
-
     def llm_config(self) -> LLMConfig:
         if self.llm_base_url is None:
             raise SettingsError(
                 "no LLM endpoint: set ACCELOPT_LLM_BASE_URL (an OpenAI-compatible API, such as "
                 "http://127.0.0.1:8000/v1 for vLLM) and ACCELOPT_PLANNER_MODEL"
             )
-        base_url = self.llm_base_url
         unknown_roles = set(self.llm_roles) - set(ROLES)
         if unknown_roles:
             raise SettingsError(
@@ -117,17 +138,20 @@ class Settings(BaseSettings):
                     f"ACCELOPT_LLM_ROLES.{role}: unknown keys {sorted(unknown)}; "
                     f"allowed: {', '.join(sorted(ROLE_KEYS))}"
                 )
-            roles[role] = RoleConfig(
-                **{
-                    "model": model,
-                    "base_url": base_url,
-                    "api_key": self.llm_api_key,
-                    "temperature": self.llm_temperature,
-                    "max_tokens": self.llm_max_tokens,
-                    "reasoning_effort": self.llm_reasoning_effort,
-                    **override,
-                }
-            )
+            try:
+                roles[role] = RoleConfig(
+                    **{
+                        "model": model,
+                        "base_url": self.llm_base_url,
+                        "api_key": self.api_key[0],
+                        "temperature": self.llm_temperature,
+                        "max_tokens": self.llm_max_tokens,
+                        "reasoning_effort": self.llm_reasoning_effort,
+                        **override,
+                    }
+                )
+            except ValidationError as e:
+                raise _invalid(e, f"ACCELOPT_LLM_ROLES.{role}.") from None
         return LLMConfig(
             roles=roles,
             prices=self.llm_prices,
@@ -144,3 +168,85 @@ class Settings(BaseSettings):
             total_tokens=self.budget_total_tokens,
             total_usd=self.budget_total_usd,
         )
+
+    def secrets(self) -> list[str]:
+        """Every key these settings hold, to keep out of what is recorded."""
+        keys = [self.api_key[0].get_secret_value()]
+        keys += [str(o["api_key"]) for o in self.llm_roles.values() if o.get("api_key")]
+        return keys
+
+
+def _read_key(path: Path, what: str) -> SecretStr:
+    try:
+        key = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as e:
+        raise SettingsError(f"{what}: cannot read the API key from {path}: {e}") from None
+    if not key:
+        raise SettingsError(f"{what}: {path} is empty")
+    return SecretStr(key)
+
+
+class Settings(BaseSettings):
+    """accelopt's settings: ACCELOPT_<FIELD> unless stated. The LLM part (`llm`) is read the
+    first time a command needs it."""
+
+    model_config = SettingsConfigDict(env_prefix="ACCELOPT_", extra="ignore")
+
+    db: str | None = None
+    """Database URL (sqlite:///PATH or postgresql://...). Default: a SQLite file in home."""
+    home: Path | None = None
+    """State directory. Default: $XDG_STATE_HOME/accelopt, else ~/.local/state/accelopt."""
+    xdg_state_home: Path | None = Field(
+        default=None, validation_alias=AliasChoices("XDG_STATE_HOME")
+    )
+    unsafe_sandbox: bool = False
+    """Where bubblewrap cannot run, run kernels behind the Python-level checks alone (loudly)
+    instead of refusing to run them."""
+    sandbox: Literal["bubblewrap", "none"] = "bubblewrap"
+    """none: never bubblewrap, for a host where something else is the boundary (a container
+    or VM per job); kernels then run behind the Python-level checks alone, said loudly."""
+
+    def isolation(self, *, allow_unsafe: bool = False) -> Isolation:
+        """The OS sandbox kernels run in, as these settings (and --unsafe-sandbox) ask."""
+        if self.sandbox == "none":
+            return Isolation.unsafe("ACCELOPT_SANDBOX=none")
+        return Isolation.detect(allow_unsafe=allow_unsafe or self.unsafe_sandbox)
+
+    @classmethod
+    def load(cls) -> Settings:
+        """The settings of this process; a malformed variable is a SettingsError naming it."""
+        try:
+            return cls()
+        except (ValidationError, SourceError) as e:
+            raise _invalid(e, "ACCELOPT_") from None
+
+    @cached_property
+    def llm(self) -> LLMSettings:
+        try:
+            return LLMSettings()
+        except (ValidationError, SourceError) as e:
+            raise _invalid(e, "ACCELOPT_") from None
+
+    def state_dir(self) -> Path:
+        if self.home is not None:
+            return self.home.expanduser()
+        base = self.xdg_state_home or Path.home() / ".local" / "state"
+        return base.expanduser() / "accelopt"
+
+    def database_url(self, override: str | None = None) -> str:
+        """--db, else ACCELOPT_DB, else the SQLite file in the state directory."""
+        if override:
+            return override
+        if self.db:
+            return self.db
+        return f"sqlite:///{self.state_dir() / 'accelopt.db'}"
+
+    @property
+    def agents_enabled(self) -> bool:
+        return self.llm.llm_base_url is not None
+
+    def llm_config(self) -> LLMConfig:
+        return self.llm.llm_config()
+
+    def budget(self) -> Budget:
+        return self.llm.budget()

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 
 from nkibench.policy.roofline import Peaks
 from nkibench.result import KernelResult
+from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import Limits
 from nkibench.task.spec import TaskSpec
 
@@ -102,6 +103,13 @@ class Backend(Protocol):
 
     fresh_inputs: bool
     """Draw fresh seeds for every evaluation (unless the caller names seeds)."""
+    isolation: Isolation
+    """The OS sandbox its children run in."""
+
+    def mounts(self) -> Mounts:
+        """What the backend's own children need to see beyond the sandbox's view (device nodes,
+        a toolchain); the reference and comparison children never get it."""
+        ...
 
     def environment(self) -> dict[str, str]:
         """What the backend's children need in their environment besides the sandbox's own."""

@@ -15,6 +15,7 @@ __all__ = [
     "NkiBenchError",
     "PhaseFailure",
     "TaskError",
+    "recordable",
 ]
 
 ErrorKind = Literal[
@@ -95,3 +96,19 @@ class PhaseFailure(Exception):
     def __init__(self, kind: ErrorKind, message: str, line: int | None = None) -> None:
         super().__init__(message)
         self.kind, self.message, self.line = kind, message, line
+
+
+MESSAGE_LIMIT = 8000
+"""Characters of a failure's message kept: what a person or an LLM can act on, not a
+kernel's megabytes of output."""
+
+
+def recordable(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """A message fit to record: NUL and other control characters (but newline and tab)
+    replaced by U+FFFD, and at most `limit` characters, the cut said."""
+    cleaned = "".join(
+        c if c in "\n\t" or not (ord(c) < 32 or ord(c) == 127) else "\ufffd" for c in text
+    )
+    if len(cleaned) <= limit:
+        return cleaned
+    return cleaned[:limit] + f" [... {len(cleaned) - limit} more characters]"

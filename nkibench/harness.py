@@ -12,27 +12,31 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import signal
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from nkibench.backend import Backend, Phase, PhaseOwner
 from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.dialects import get_dialect
-from nkibench.errors import BackendUnavailable, ErrorKind, PhaseFailure
+from nkibench.errors import BackendUnavailable, ErrorKind, PhaseFailure, recordable
 from nkibench.policy.roofline import Peaks, Work, pct_of_peak, roofline
 from nkibench.result import KernelResult
+from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import ChildOutcome, Limits, run_child
 from nkibench.sandbox.static_check import check_source, violation_kind
-from nkibench.task.spec import KERNEL_FILE, TaskSpec
+from nkibench.task.spec import KERNEL_FILE, REFERENCE_FILE, TASK_FILES, TaskSpec
 
 __all__ = ["Session", "check_kernel", "fresh_seeds", "profile_kernel", "run_phase"]
 
 CHILD = "nkibench.sandbox.child"
+NO_MOUNTS = Mounts()
 """The module every sandboxed child runs (it imports the phase's function by name)."""
 
 
@@ -43,17 +47,25 @@ def run_phase(
     workdir: Path,
     limits: Limits,
     *,
+    isolation: Isolation,
+    mounts: Mounts = NO_MOUNTS,
+    read_only: Sequence[Path] = (),
     environment: dict[str, str] | None = None,
     cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Run one phase in a sandboxed child; a child that died without a result becomes a
-    typed failure that says whose code died."""
+    """Run one phase in a sandboxed child that may write to `workdir` only; a child that died
+    without a result becomes a typed failure that says whose code died."""
     result_path = workdir / f"{name}.result.json"
+    result_path.unlink(missing_ok=True)  # a phase run twice never reads its last result
     outcome = run_child(
         CHILD,
         {**request, "entry": phase.entry, "result_path": str(result_path)},
         workdir=workdir / name,
         limits=limits,
+        isolation=isolation,
+        writable=[workdir],
+        read_only=read_only,
+        mounts=mounts,
         environment=environment,
         cancel=cancel,
     )
@@ -61,6 +73,22 @@ def run_phase(
         result: dict[str, Any] = json.loads(result_path.read_text())
         return result
     raise PhaseFailure(*_death(name, phase, outcome, limits))
+
+
+KERNEL_FLOOR_S = 60.0
+KERNEL_FACTOR = 10.0
+"""A kernel child may take max(KERNEL_FLOOR_S, KERNEL_FACTOR x the reference's phase time)
+plus the backend's fixed start-up (compiling), never more than the task's limit: a hanging
+kernel costs a minute or so, not the task's whole budget. nkisim runs a kernel 1-4x slower than
+NumPy runs the reference (bench/RESULTS.md), and the reference phase runs every seed too."""
+
+
+def kernel_limits(limits: Limits, reference_s: float | None) -> Limits:
+    """The limits of a kernel child once the task's own cost is known."""
+    if reference_s is None:
+        return limits
+    measured = limits.startup_s + max(KERNEL_FLOOR_S, KERNEL_FACTOR * reference_s)
+    return replace(limits, timeout_s=min(limits.timeout_s, measured))
 
 
 DEATH_KIND: dict[PhaseOwner, ErrorKind] = {
@@ -110,11 +138,13 @@ class Session:
     cancel: threading.Event | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
     """Per seed: the inputs and expected outputs the reference phase saved."""
+    reference_s: float | None = None
+    """How long the reference phase took (every seed): the yardstick of the kernel's limit."""
 
     @property
     def common(self) -> dict[str, Any]:
         return {
-            "reference": str(self.task.path / "reference.py"),
+            "reference": str(self.root / TASK_COPY / REFERENCE_FILE),
             "overrides": self.task.overrides(self.shapes),
             "seeds": list(self.seeds),
             "data_dir": str(self.root / "data"),
@@ -123,14 +153,17 @@ class Session:
 
     def child(self, phase: str, request: dict[str, Any]) -> dict[str, Any]:
         declared = self.backend.phases[phase]
-        environment = self.backend.environment() if declared.backend_environment else None
+        backend_side = declared.backend_environment
+        limits = kernel_limits(self.limits, self.reference_s) if phase == "kernel" else self.limits
         return run_phase(
             phase,
             declared,
             request,
             self.root,
-            self.limits,
-            environment=environment,
+            limits,
+            isolation=self.backend.isolation,
+            mounts=self.backend.mounts() if backend_side else NO_MOUNTS,
+            environment=self.backend.environment() if backend_side else None,
             cancel=self.cancel,
         )
 
@@ -150,7 +183,9 @@ class Session:
 
     def reference(self, *, count_work: bool) -> dict[str, Any]:
         request = {**self.common, "count_work": count_work}
+        started = time.monotonic()
         reference = self.child("reference", request)
+        self.reference_s = time.monotonic() - started
         if not reference["ok"]:
             raise PhaseFailure("task", reference["message"])
         self.result.forward_seconds = reference["seeds"][str(self.seeds[0])]["forward_s"]
@@ -166,7 +201,7 @@ class Session:
         result.kernel_seconds = first["kernel_s"]
         result.instructions = first.get("instructions")
         result.engine_counts = first.get("engine_counts", {})
-        result.warnings = kernel["warnings"]
+        result.warnings = [recordable(w, 500) for w in kernel["warnings"][:50]]
         result.capacity = kernel.get("capacity", {})
         result.compiled = True
         for seed in self.seeds:
@@ -219,6 +254,20 @@ class Session:
                 raise PhaseFailure("incorrect", f"seed {seed}: {verdict['message']}")
         self.result.max_rel_l2 = worst
         self.result.correct = True
+
+
+TASK_COPY = "task"
+"""The session's copy of the task's files: the children read the task there, never in its own
+folder (which the sandbox does not show them, and which may change while they run)."""
+
+
+def copy_task(task: TaskSpec, folder: Path) -> None:
+    folder.mkdir()
+    for name in TASK_FILES:
+        if (task.path / name).is_file():
+            shutil.copyfile(task.path / name, folder / name)
+    if (folder / REFERENCE_FILE).read_text(encoding="utf-8") != task.reference_source:
+        raise PhaseFailure("task", f"{task.path / REFERENCE_FILE}: changed while it was checked")
 
 
 def fresh_seeds(count: int) -> tuple[int, ...]:
@@ -309,6 +358,7 @@ def _evaluate(
             message = "; ".join(v.render(KERNEL_FILE) for v in violations[:5])
             raise PhaseFailure(violation_kind(violations), message, violations[0].line)
         with tempfile.TemporaryDirectory(prefix="nkibench-", dir=workdir) as tmp:
+            copy_task(task, Path(tmp) / TASK_COPY)
             session = Session(
                 task,
                 source,
@@ -332,7 +382,7 @@ def _evaluate(
                 _apply_roofline(result, work, backend.peaks(target))
     except PhaseFailure as failure:
         result.error_kind = failure.kind
-        result.message = failure.message
+        result.message = recordable(failure.message)
         result.line = failure.line
     result.fingerprint = backend.fingerprint(target)
     result.duration_s = time.monotonic() - started

@@ -14,13 +14,14 @@ import zlib
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol, Self
 
 from events.codec import storage_json
 from events.envelope import ExpectedVersion, NewEvent, StoredEvent
 from store.errors import IdempotencyConflict, InvalidPayload, StoreError
+from store.scrub import Scrubber
 
 __all__ = [
     "AppendResult",
@@ -277,11 +278,15 @@ def blob_hash(content: bytes) -> str:
 
 class EventStore(ABC):
     """An append-only log with a dense global order, per-stream versions, blobs, and the
-    persisted state of projections."""
+    persisted state of projections.
+
+    Whatever is written passes through the store's scrubber first (store.scrub): the log is
+    immutable, so a secret must be taken out before it is written, never after."""
+
+    scrubber: Scrubber = Scrubber()
 
     # --- the log -------------------------------------------------------------------------
 
-    @abstractmethod
     def append(
         self,
         stream_id: str,
@@ -291,6 +296,24 @@ class EventStore(ABC):
     ) -> AppendResult:
         """Append atomically at the end of the log and of the stream, or raise
         WrongExpectedVersion; an idempotency key seen before makes it a no-op."""
+        if self.scrubber:
+            events = [
+                replace(
+                    e, data=self.scrubber.value(e.data), metadata=self.scrubber.value(e.metadata)
+                )
+                for e in events
+            ]
+        return self._append(stream_id, events, expected_version=expected_version)
+
+    @abstractmethod
+    def _append(
+        self,
+        stream_id: str,
+        events: Sequence[NewEvent],
+        *,
+        expected_version: ExpectedVersion,
+    ) -> AppendResult:
+        """append(), its events already scrubbed."""
 
     @abstractmethod
     def read_all(
@@ -332,9 +355,21 @@ class EventStore(ABC):
 
     # --- blobs -----------------------------------------------------------------------------
 
-    @abstractmethod
     def put_blob(self, content: bytes | str) -> str:
-        """Store content once under its sha256 and return the hash (str is stored as UTF-8)."""
+        """Store content once under its sha256 and return the hash (str is stored as UTF-8).
+        Text is scrubbed first, so the hash is that of what is stored."""
+        raw = content.encode("utf-8") if isinstance(content, str) else content
+        if self.scrubber:
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return self._put_blob(raw)  # not text: nothing a secret could be read from
+            raw = self.scrubber.text(text).encode("utf-8")
+        return self._put_blob(raw)
+
+    @abstractmethod
+    def _put_blob(self, raw: bytes) -> str:
+        """put_blob(), its content already scrubbed and encoded."""
 
     @abstractmethod
     def get_blob(self, sha256: str) -> bytes:

@@ -25,13 +25,21 @@ from store.base import (
     validate_batch,
 )
 from store.errors import StoreError, WrongExpectedVersion
+from store.scrub import Scrubber
 
 __all__ = ["MemoryEventStore"]
 
 
 class MemoryEventStore(EventStore):
-    def __init__(self, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        scrubber: Scrubber | None = None,
+    ) -> None:
         self._clock = clock
+        if scrubber is not None:
+            self.scrubber = scrubber
         self._lock = threading.RLock()
         self._wakeup = LocalWakeup()
         self.reset()
@@ -49,12 +57,12 @@ class MemoryEventStore(EventStore):
     def close(self) -> None:
         self._wakeup.close()
 
-    def append(
+    def _append(
         self,
         stream_id: str,
         events: Sequence[NewEvent],
         *,
-        expected_version: ExpectedVersion = ExpectedVersion.ANY,
+        expected_version: ExpectedVersion,
     ) -> AppendResult:
         keys = validate_batch(stream_id, events)
         with self._lock:
@@ -125,8 +133,7 @@ class MemoryEventStore(EventStore):
     def waiter(self) -> Waiter:
         return self._wakeup.subscriber()
 
-    def put_blob(self, content: bytes | str) -> str:
-        raw = content.encode("utf-8") if isinstance(content, str) else content
+    def _put_blob(self, raw: bytes) -> str:
         digest = blob_hash(raw)
         with self._lock:
             self._blobs.setdefault(digest, raw)

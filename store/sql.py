@@ -47,6 +47,7 @@ from store.schema import (
     projection_checkpoints,
     projection_snapshots,
 )
+from store.scrub import Scrubber
 
 __all__ = ["SqlEventStore"]
 
@@ -160,19 +161,25 @@ def _utcnow() -> datetime:
 class SqlEventStore(EventStore):
     """The event store on a SQLite file or a PostgreSQL database at schema head."""
 
-    def __init__(self, engine: Engine, *, check_schema: bool = True) -> None:
+    def __init__(
+        self, engine: Engine, *, check_schema: bool = True, scrubber: Scrubber | None = None
+    ) -> None:
         if check_schema:
             check_current(engine)
         self.engine = engine
+        if scrubber is not None:
+            self.scrubber = scrubber
         self.dialect = engine.dialect.name
         self._columns = _event_columns(self.dialect)
         self._wakeup = LocalWakeup()
 
     @classmethod
-    def open(cls, url: str | sa.URL, *, check_schema: bool = True) -> SqlEventStore:
+    def open(
+        cls, url: str | sa.URL, *, check_schema: bool = True, scrubber: Scrubber | None = None
+    ) -> SqlEventStore:
         engine = make_engine(url)
         try:
-            return cls(engine, check_schema=check_schema)
+            return cls(engine, check_schema=check_schema, scrubber=scrubber)
         except BaseException:
             engine.dispose()
             raise
@@ -214,12 +221,12 @@ class SqlEventStore(EventStore):
 
     # --- writing ---------------------------------------------------------------------------
 
-    def append(
+    def _append(
         self,
         stream_id: str,
         events_: Sequence[NewEvent],
         *,
-        expected_version: ExpectedVersion = ExpectedVersion.ANY,
+        expected_version: ExpectedVersion,
     ) -> AppendResult:
         keys = validate_batch(stream_id, events_)
         now = _utcnow()
@@ -362,8 +369,7 @@ class SqlEventStore(EventStore):
     def _insert(self) -> Any:
         return pg_dialect.insert if self.dialect == "postgresql" else sqlite_dialect.insert
 
-    def put_blob(self, content: bytes | str) -> str:
-        raw = content.encode("utf-8") if isinstance(content, str) else content
+    def _put_blob(self, raw: bytes) -> str:
         digest = blob_hash(raw)
         compression, stored = compress_blob(raw)
         statement = (

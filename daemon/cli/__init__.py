@@ -35,10 +35,16 @@ __all__ = ["cli", "main"]
     "after its name. Default: $ACCELOPT_DB, else a SQLite file under $ACCELOPT_HOME or "
     "~/.local/state/accelopt.",
 )
+@click.option(
+    "--unsafe-sandbox",
+    is_flag=True,
+    help="Where bubblewrap cannot run, run kernels behind the Python-level checks alone "
+    "(loudly) instead of refusing (also ACCELOPT_UNSAFE_SANDBOX=1).",
+)
 @click.pass_context
-def cli(ctx: click.Context, db_url: str | None) -> None:
+def cli(ctx: click.Context, db_url: str | None, unsafe_sandbox: bool) -> None:
     """accelopt keeps a team's accelerator kernels getting faster, and records why."""
-    ctx.obj = AppContext(settings=Settings(), db_override=db_url)
+    ctx.obj = AppContext(Settings.load(), db_override=db_url, unsafe_sandbox=unsafe_sandbox)
 
 
 for command in (

@@ -62,7 +62,7 @@ def optimize_command(
     name = backend or task.default_backend
     device = one_device(devices, name)
     store = open_migrated_store(ctx)
-    opened = open_for_command(name, [device], target, store)
+    opened = open_for_command(name, [device], target, store, isolation=app.isolation())
     recorder = Recorder(store)
     record_revision(recorder, task)
     llm = LLMClient(llm_config, recorder, Ledger.from_store(store), settings.budget())

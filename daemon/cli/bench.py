@@ -224,7 +224,11 @@ def bench_gpu(
     """The GPU suite's Triton baselines on this GPU (measured), against PyTorch eager and the
     roofline of the device's measured ceilings; in passes back to back, to show the spread."""
     opened = open_for_command(
-        "triton", [one_device(devices, "triton")], None, lambda: open_migrated_store(ctx)
+        "triton",
+        [one_device(devices, "triton")],
+        None,
+        lambda: open_migrated_store(ctx),
+        isolation=app_context(ctx).isolation(),
     )
     gpu = opened.first()
     assert isinstance(gpu, TritonBackend)

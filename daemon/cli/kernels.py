@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from daemon.backends import open_for_command
-from daemon.cli.context import open_migrated_store
+from daemon.cli.context import app_context, open_migrated_store
 from daemon.cli.options import (
     database_option,
     json_option,
@@ -63,7 +63,14 @@ def check_command(
     """Check a task's kernel for correctness. Exit 0 correct, 1 the kernel failed, 2 bad task."""
     task = load_task(task_dir)
     name = backend or task.default_backend
-    opened = open_for_command(name, [one_device(devices, name)], target, None, require_device=False)
+    opened = open_for_command(
+        name,
+        [one_device(devices, name)],
+        target,
+        None,
+        isolation=app_context(ctx).isolation(),
+        require_device=False,
+    )
     result = check_kernel(
         task,
         backend=opened.first(),
@@ -149,7 +156,13 @@ def profile_command(
     task = load_task(task_dir)
     name = backend or task.default_backend
     device = one_device(devices, name)
-    opened = open_for_command(name, [device], target, lambda: open_migrated_store(ctx))
+    opened = open_for_command(
+        name,
+        [device],
+        target,
+        lambda: open_migrated_store(ctx),
+        isolation=app_context(ctx).isolation(),
+    )
     result = profile_kernel(
         task,
         backend=opened.first(),

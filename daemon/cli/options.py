@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
-KERNEL_OPTIONS = ("--backend", "--target", "--shapes", "--devices")
+KERNEL_OPTIONS = ("--backend", "--target", "--shapes", "--devices", "--unsafe-sandbox")
 """The options every kernel command (check, profile, optimize, daemon) takes."""
 SEARCH_DEFAULTS = SearchConfig()
 
@@ -55,8 +55,16 @@ def database_option(function: F) -> F:
     )(function)
 
 
+def _allow_unsafe(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        app = ctx.find_object(AppContext)
+        assert app is not None
+        app.unsafe_sandbox = True
+
+
 def kernel_options(function: F) -> F:
-    """--backend, --target, --shapes, --devices: the same on every kernel command."""
+    """--backend, --target, --shapes, --devices, --unsafe-sandbox: the same on every kernel
+    command."""
     backends = "; ".join(f"{i.name}: {i.summary} ({i.latency_kind})" for i in BACKENDS.values())
     devices = "; ".join(f"{i.name}: {i.devices}" for i in BACKENDS.values())
     for option in reversed(
@@ -87,6 +95,14 @@ def kernel_options(function: F) -> F:
                 default=None,
                 help=f"The devices to run on ({devices}). Default: device 0. A command that "
                 "runs one kernel at a time takes one.",
+            ),
+            click.option(
+                "--unsafe-sandbox",
+                is_flag=True,
+                expose_value=False,
+                callback=_allow_unsafe,
+                help="Where bubblewrap cannot run, run kernels behind the Python-level checks "
+                "alone (loudly) instead of refusing; the same as before the command.",
             ),
         )
     ):

@@ -85,7 +85,7 @@ def daemon_command(
     """Watch a kernel directory and keep its kernels getting faster, in the foreground (under
     systemd: Type=notify). Stops cleanly on SIGTERM or SIGINT."""
     app = app_context(ctx)
-    configure_logging(level=log_level)
+    configure_logging(level=log_level, scrubber=app.scrubber)
     name = backend or DAEMON_BACKEND
     options = DaemonOptions(
         watch=watch,
@@ -97,6 +97,7 @@ def daemon_command(
         search=search_config(search),
         rest_s=rest_h * 3600,
         reverify_s=reverify_hours * 3600,
+        unsafe_sandbox=app.unsafe_sandbox,
     )
     url = app.database_url
     if url.startswith("sqlite:///"):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from nkibench.errors import BackendUnavailable
+from nkibench.sandbox.isolation import Isolation
 
 if TYPE_CHECKING:
     from nkibench.backend import Backend
@@ -122,6 +123,7 @@ class Provider(Protocol):
         target: str | None,
         require_device: bool,
         memo: DeviceMemo | None,
+        isolation: Isolation,
     ) -> OpenedBackend: ...
 
 
@@ -132,14 +134,22 @@ def open_backend(
     target: str | None = None,
     require_device: bool = True,
     memo: DeviceMemo | None = None,
+    isolation: Isolation | None = None,
 ) -> OpenedBackend:
     """Open backend `name` on `devices` of this host. `require_device=False` accepts a host
     without the device where the backend can still check kernels (Triton's interpreter);
-    `memo` keeps what is measured once per device. Raises BackendUnavailable with what is
-    missing."""
+    `memo` keeps what is measured once per device; `isolation` is the OS sandbox its children
+    run in (default: bubblewrap, or SandboxUnavailable). Raises BackendUnavailable with what
+    is missing."""
     info = backend_info(name)
     if not devices:
         raise BackendUnavailable(f"the {name} backend needs at least one device")
     module, _, function = info.provider.partition(":")
     provider: Provider = getattr(importlib.import_module(module), function)
-    return provider(devices, target=target, require_device=require_device, memo=memo)
+    return provider(
+        devices,
+        target=target,
+        require_device=require_device,
+        memo=memo,
+        isolation=isolation or Isolation.detect(),
+    )

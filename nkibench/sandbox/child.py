@@ -5,7 +5,7 @@ file.
 The request names the phase's function as "module:function" (the backend's phase table,
 nkibench.backend.Phase); the module is imported here, after the limits apply, so that nothing
 of a backend loads in a child that does not run it. This module imports only the standard
-library and nkibench.sandbox.process before the request is read.
+library and nkibench.sandbox's process helpers before the request is read.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nkibench.sandbox.process import apply_limits, die_with_parent
+from nkibench.sandbox.lifeline import hold
+from nkibench.sandbox.process import apply_limits
 
 __all__ = ["main"]
 
@@ -31,7 +32,7 @@ def _phase(entry: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
 
 
 def main() -> None:
-    die_with_parent()
+    hold()  # first: a child whose parent is gone ends here, before anything loads
     request = json.loads(sys.stdin.buffer.read())
     apply_limits(request["limits"])  # before anything of the task or the kernel runs
     result_path = Path(request["result_path"])

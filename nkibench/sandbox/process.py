@@ -1,16 +1,17 @@
 """Running untrusted code in a child process that cannot see secrets or outlive its budget.
 
-The child gets a scrubbed environment (no API keys, no database URL: nothing of the parent's
-environment but what is listed here), a fresh working directory, resource limits it applies
-to itself before reading its request (address space, CPU seconds, file size, open files, no
-core dumps), and its own process group, which is killed as a whole when the wall-clock
-timeout passes.
+The child runs inside the OS sandbox (nkibench.sandbox.isolation: bubblewrap) with an
+environment built from nothing (no API keys, no database URL: nothing of the parent's
+environment but what is listed here), a fresh working directory, resource limits it applies to
+itself before reading its request (address space, CPU seconds, file size, open files, no core
+dumps), a lifeline to the parent (nkibench.sandbox.lifeline: it ends itself when the parent
+dies, however it dies), and its own process group, which is killed as a whole when the
+wall-clock timeout passes.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import resource
@@ -19,10 +20,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from nkibench.sandbox.isolation import Isolation, Mounts
+from nkibench.sandbox.lifeline import LIFELINE_VARIABLE
 
 __all__ = [
     "Cancelled",
@@ -30,7 +34,6 @@ __all__ = [
     "Limits",
     "apply_limits",
     "child_environment",
-    "die_with_parent",
     "run_child",
 ]
 
@@ -48,6 +51,9 @@ class Limits:
     open_files: int = 256
     threads: int = 1
     """BLAS/OpenMP threads the child may use (one profiling job per device or core)."""
+    startup_s: float = 0.0
+    """The backend's fixed cost of starting a kernel (compiling it), on top of what the task's
+    own measured cost allows a kernel child (nkibench.harness.kernel_limits)."""
 
 
 @dataclass(frozen=True)
@@ -88,22 +94,6 @@ def child_environment(
         "MKL_NUM_THREADS": thread_count,
         **(extra or {}),
     }
-
-
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """Linux: the child is SIGKILLed when the thread that started it dies (a daemon killed
-    with SIGKILL must not leave kernels running). Elsewhere, and if the parent is already
-    gone, nothing to arrange."""
-    if not sys.platform.startswith("linux"):
-        return
-    parent = os.getppid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the parent died before the prctl took effect
-        os._exit(1)
 
 
 def apply_limits(limits: dict[str, Any]) -> None:
@@ -167,47 +157,74 @@ def run_child(
     *,
     workdir: Path,
     limits: Limits,
+    isolation: Isolation,
+    writable: Sequence[Path] = (),
+    read_only: Sequence[Path] = (),
+    mounts: Mounts | None = None,
     environment: Mapping[str, str] | None = None,
     cancel: threading.Event | None = None,
 ) -> ChildOutcome:
     """Run `python -m module` in the sandbox with `request` on stdin; wait at most the timeout.
 
-    On timeout the child's whole process group gets SIGKILL. When `cancel` is set (the
-    daemon drains), the group gets SIGTERM, then SIGKILL after a grace period, and Cancelled
-    is raised: the work was not done and nothing about it may be recorded. Stdout and stderr
-    go to files in `workdir` (bounded by the file-size limit), and their tails come back.
+    The child may write to `workdir` and `writable`, read `read_only` (the task's folder) and
+    the Python it runs on, and nothing else. On timeout the child's whole process group gets
+    SIGKILL. When `cancel` is set (the daemon drains), the group gets SIGTERM, then SIGKILL
+    after a grace period, and Cancelled is raised: the work was not done and nothing about it
+    may be recorded. Stdout and stderr go to files in `workdir` (bounded by the file-size
+    limit), and their tails come back.
     """
     workdir.mkdir(parents=True, exist_ok=True)
+    writable = [workdir, *writable]
+    isolation.prepare(writable)
     stdout_path, stderr_path = workdir / "stdout.txt", workdir / "stderr.txt"
     payload = json.dumps({**request, "limits": asdict(limits)}).encode()
+    # -s: no user site-packages; -P: the working directory is not on the import path.
+    # The environment is ours (child_environment), so PYTHONPATH is trusted.
+    argv = isolation.command(
+        [sys.executable, "-s", "-P", "-m", module],
+        workdir=workdir,
+        writable=writable,
+        read_only=read_only,
+        mounts=mounts or Mounts(),
+    )
+    lifeline, held = os.pipe()  # the child reads; only this process ever holds `held`
     started = time.monotonic()
-    with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
-        process = subprocess.Popen(
-            # -s: no user site-packages; -P: the working directory is not on the import path.
-            # The environment is ours (child_environment), so PYTHONPATH is trusted.
-            [sys.executable, "-s", "-P", "-m", module],
-            stdin=subprocess.PIPE,
-            stdout=stdout,
-            stderr=stderr,
-            cwd=workdir,
-            env=child_environment(workdir, limits.threads, environment),
-            close_fds=True,
-            process_group=0,
-        )
-        timed_out = cancelled = False
-        try:
-            assert process.stdin is not None
+    try:
+        with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=stdout,
+                stderr=stderr,
+                cwd=workdir,
+                env={
+                    **child_environment(workdir, limits.threads, environment),
+                    LIFELINE_VARIABLE: str(lifeline),
+                },
+                close_fds=True,
+                pass_fds=(lifeline,),
+                process_group=0,
+            )
+            os.close(lifeline)
+            lifeline = -1
+            timed_out = cancelled = False
             try:
-                process.stdin.write(payload)
-                process.stdin.close()
-            except BrokenPipeError:
-                pass  # the child died at start; its outcome says why
-            timed_out, cancelled = _wait(process, started + limits.timeout_s, cancel)
-        finally:
-            # The group goes in every case: a kernel's stray children die with it.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+                assert process.stdin is not None
+                try:
+                    process.stdin.write(payload)
+                    process.stdin.close()
+                except BrokenPipeError:
+                    pass  # the child died at start; its outcome says why
+                timed_out, cancelled = _wait(process, started + limits.timeout_s, cancel)
+            finally:
+                # The group goes in every case: a kernel's stray children die with it.
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    finally:
+        for fd in (lifeline, held):
+            if fd >= 0:
+                os.close(fd)
     if cancelled:
         raise Cancelled(f"{module} was stopped: the process is shutting down")
     return ChildOutcome(

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import signal
+import socket
+import subprocess
+import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from nkibench.sandbox.isolation import UNPRIVILEGED, Isolation
 from nkibench.sandbox.process import Limits, run_child
+from tests.support import REPOSITORY
+from tests.support.processes import wait_for_none
 
 SECRETS = {
     "ACCELOPT_LLM_API_KEY": "sk-accelopt-secret",
@@ -21,14 +30,23 @@ SECRETS = {
 
 
 def probe(
-    tmp_path: Path, request: dict[str, Any], limits: Limits
+    tmp_path: Path,
+    request: dict[str, Any],
+    limits: Limits,
+    *,
+    isolation: Isolation | None = None,
+    marker: str | None = None,
 ) -> tuple[dict[str, Any] | None, Any]:
-    result_path = tmp_path / "result.json"
+    result_path = tmp_path / "out" / "result.json"
+    result_path.parent.mkdir(exist_ok=True)
     outcome = run_child(
         "tests.support.sandbox_probe",
         {**request, "result_path": str(result_path)},
         workdir=tmp_path / "work",
+        writable=[result_path.parent],
         limits=limits,
+        isolation=isolation or Isolation.detect(),
+        environment={"ACCELOPT_PROBE_MARK": marker} if marker else None,
     )
     result = json.loads(result_path.read_text()) if result_path.exists() else None
     return result, outcome
@@ -71,33 +89,132 @@ def test_memory_beyond_the_limit_is_refused(tmp_path: Path) -> None:
     assert result == {"memory_error": True}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A killed child not yet reaped by its (dead) parent is a zombie: gone for our purposes.
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
-
-
 def test_a_hung_child_and_its_children_are_gone_within_the_timeout_plus_a_second(
     tmp_path: Path,
 ) -> None:
-    pid_file = tmp_path / "pids.json"
+    """Its grandchildren too, the one that left the process group (setsid) included: the
+    whole PID namespace goes with the child."""
+    marker = uuid.uuid4().hex
     started = time.monotonic()
-    result, outcome = probe(
-        tmp_path, {"probe": "hang", "pid_file": str(pid_file)}, Limits(timeout_s=2.0)
-    )
+    result, outcome = probe(tmp_path, {"probe": "hang"}, Limits(timeout_s=2.0), marker=marker)
     elapsed = time.monotonic() - started
     assert result is None
     assert outcome.timed_out
     assert elapsed < 2.0 + 1.0
-    children = json.loads(pid_file.read_text())
-    assert len(children) == 2
-    deadline = time.monotonic() + 1.0
-    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(_alive(pid) for pid in children), "a grandchild survived the kill"
+    assert wait_for_none(marker, 1.0) == [], "a grandchild survived the kill"
+
+
+def test_without_the_os_sandbox_a_setsid_grandchild_escapes_the_group_kill(
+    tmp_path: Path,
+) -> None:
+    """Why the OS sandbox is the boundary: the same child, unconfined, leaves a process
+    behind (the unsafe fallback says so loudly)."""
+    marker = uuid.uuid4().hex
+    _, outcome = probe(
+        tmp_path,
+        {"probe": "hang"},
+        Limits(timeout_s=2.0),
+        isolation=Isolation.unsafe("the test asks"),
+        marker=marker,
+    )
+    assert outcome.timed_out
+    survivors = wait_for_none(marker, 1.0)
+    try:
+        assert len(survivors) == 1
+    finally:
+        for pid in survivors:
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_an_escaping_child_sees_no_secret_no_file_no_network_and_no_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    database = tmp_path / "accelopt.db"
+    database.write_bytes(b"SQLite format 3\0 the event log")
+    outside = tmp_path / "escaped.txt"
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.settimeout(0.5)
+        port = listener.getsockname()[1]
+        result, outcome = probe(
+            tmp_path,
+            {"probe": "escape", "outside": str(outside), "database": str(database), "port": port},
+            Limits(timeout_s=30),
+        )
+        with pytest.raises(TimeoutError):
+            listener.accept()  # nothing arrived
+    assert outcome.returncode == 0, outcome.stderr_tail
+    assert result is not None
+    seen = json.dumps(result["environments"])
+    for value in SECRETS.values():
+        assert value not in seen
+    assert len(result["pids"]) <= 3, result["pids"]  # bubblewrap's init, the child, its `ls`
+    assert result["write_outside"].startswith("refused"), result["write_outside"]
+    assert not outside.exists()
+    assert result["read_database"].startswith("refused"), result["read_database"]
+    assert result["connect"].startswith("refused"), result["connect"]
+    assert result["capabilities"] == "0000000000000000"
+    if os.geteuid() == 0:
+        assert result["uid"] == UNPRIVILEGED[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("isolation", ["bubblewrap", "unsafe"])
+def test_a_parent_killed_during_the_childs_start_leaves_nothing_running(
+    tmp_path: Path, isolation: str
+) -> None:
+    """SIGKILL the parent at 50 random moments of its child's start-up: before bubblewrap
+    sets its parent-death signal, before the child's lifeline is held, while Python starts.
+    Nothing of the child survives any of them. Unconfined, only the lifeline can end the
+    child (the old parent-death check read the parent's PID after Python's start-up, when an
+    early-dead parent had already become PID 1, and left 2 runs in 5 with a kernel running)."""
+    window_s = _start_up_window(tmp_path / "measure", isolation)
+    rng = random.Random(20261126)
+    survivors: dict[int, list[int]] = {}
+    for attempt in range(50):
+        marker = uuid.uuid4().hex
+        folder = tmp_path / f"run{attempt}"
+        folder.mkdir()
+        spawner = _spawn(folder, marker, isolation)
+        time.sleep(rng.uniform(0.0, window_s))
+        spawner.kill()
+        spawner.wait()
+        alive = wait_for_none(marker, 3.0)
+        if alive:
+            survivors[attempt] = alive
+            for pid in alive:
+                os.kill(pid, signal.SIGKILL)
+    assert survivors == {}
+
+
+def _spawn(folder: Path, marker: str, isolation: str) -> subprocess.Popen[bytes]:
+    spawner = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.spawner", str(folder), marker, isolation],
+        cwd=REPOSITORY,
+        stdout=subprocess.PIPE,
+    )
+    assert spawner.stdout is not None
+    assert spawner.stdout.readline() == b"spawning\n"
+    return spawner
+
+
+def _start_up_window(folder: Path, isolation: str) -> float:
+    """How long, from the spawner's word, until the child runs its own code; the kills are
+    spread over one and a half times that."""
+    folder.mkdir()
+    marker = uuid.uuid4().hex
+    started = time.monotonic()
+    spawner = _spawn(folder, marker, isolation)
+    running = 5 if isolation == "bubblewrap" else 1  # bwrap x2, the child, its two sleeps
+    try:
+        while len(wait_for_none(marker, 0.0)) < running:
+            assert time.monotonic() - started < 30
+            time.sleep(0.01)
+        return 1.5 * (time.monotonic() - started)
+    finally:
+        spawner.kill()
+        spawner.wait()
+        wait_for_none(marker, 3.0)

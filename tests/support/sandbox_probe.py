@@ -1,17 +1,56 @@
-"""A child for the sandbox tests, run exactly like a kernel phase (`python -I -m ...`)."""
+"""A child for the sandbox tests, run exactly like a kernel phase (`python -s -P -m ...`)."""
 
 import json
 import os
 import resource
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from nkibench.sandbox.lifeline import hold
 from nkibench.sandbox.process import apply_limits
 
 
+def _attempt(action: Callable[[], object]) -> str:
+    try:
+        return f"done: {action()!r}"[:200]
+    except Exception as e:
+        return f"refused: {type(e).__name__}"
+
+
+def escape(request: dict[str, Any]) -> dict[str, Any]:
+    """What an escaping kernel tries, each attempt's outcome in a word."""
+    environments = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                environments[entry.name] = (entry / "environ").read_bytes().decode(errors="replace")
+            except OSError as e:
+                environments[entry.name] = f"unreadable: {e}"
+    with socket.socket() as connection:
+        connection.settimeout(2)
+        connected = _attempt(lambda: connection.connect(("127.0.0.1", request["port"])))
+    return {
+        "uid": os.getuid(),
+        "capabilities": next(
+            line.split()[1]
+            for line in Path("/proc/self/status").read_text().splitlines()
+            if line.startswith("CapEff")
+        ),
+        "pids": sorted(int(p) for p in environments),
+        "environments": environments,
+        "write_outside": _attempt(lambda: Path(request["outside"]).write_text("escaped")),
+        "read_database": _attempt(lambda: Path(request["database"]).read_bytes()[:16]),
+        "connect": connected,
+    }
+
+
 def main() -> None:
+    hold()  # the lifeline, first, as in nkibench.sandbox.child
     request = json.loads(sys.stdin.buffer.read())
     apply_limits(request["limits"])
     result_path = Path(request["result_path"])
@@ -30,10 +69,16 @@ def main() -> None:
         except MemoryError:
             result = {"memory_error": True}
     elif probe == "hang":
-        children = [subprocess.Popen(["sleep", "600"]) for _ in range(2)]
-        Path(request["pid_file"]).write_text(json.dumps([c.pid for c in children]))
+        # one grandchild in the group, one that leaves it (setsid) to outlive a group kill
+        subprocess.Popen(["sleep", "600"])
+        subprocess.Popen(["sleep", "600"], start_new_session=True)
         while True:
             time.sleep(1)
+    elif probe == "hang_alone":
+        while True:
+            time.sleep(1)
+    elif probe == "escape":
+        result = escape(request)
     else:
         raise SystemExit(f"unknown probe {probe}")
     result_path.write_text(json.dumps(result))

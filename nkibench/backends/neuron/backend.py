@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -27,6 +28,7 @@ from nkibench.backends.nkisim.backend import KERNEL_PHASE as NKISIM_KERNEL_PHASE
 from nkibench.errors import BackendUnavailable, PhaseFailure
 from nkibench.policy.provenance import package_version
 from nkibench.policy.roofline import PEAKS, Peaks
+from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import Limits
 from nkibench.task.spec import TaskSpec
 
@@ -79,7 +81,9 @@ class NeuronBackend:
         compile_timeout_s: float = 600.0,
         estimate: bool = True,
         host: NeuronHost | None = None,
+        isolation: Isolation | None = None,
     ) -> None:
+        self.isolation = isolation or Isolation.detect()
         self.host = host or detect_neuron()
         if core not in self.host.cores:
             raise BackendUnavailable(
@@ -119,11 +123,22 @@ class NeuronBackend:
             "NEURON_PLATFORM_TARGET_OVERRIDE": self.target,
         }
 
+    def mounts(self) -> Mounts:
+        """The NeuronCores' device nodes, /sys (the runtime reads the devices there), and the
+        toolchain: the Neuron tools' PATH and the compiler's Python packages."""
+        tools = [*self.host.path.split(os.pathsep), *self.host.python_path, "/opt/aws/neuron"]
+        return Mounts(
+            devices=tuple(sorted(str(p) for p in Path("/dev").glob("neuron*"))),
+            read_only=tuple(p for p in tools if p),
+            system=True,
+        )
+
     def limits(self, task: TaskSpec, shapes: str, threads: int) -> Limits:
         return Limits(
             timeout_s=task.timeout_for(shapes) + self.compile_timeout_s,
             memory_mb=None,
             threads=threads,
+            startup_s=self.compile_timeout_s,
         )
 
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:

@@ -9,13 +9,16 @@ from nkibench.backend import Backend
 from nkibench.backends import DeviceMemo, OpenedBackend
 from nkibench.backends.neuron.backend import NeuronBackend
 from nkibench.backends.neuron.detect import NeuronHost
+from nkibench.sandbox.isolation import Isolation
 
 __all__ = ["open_backend"]
 
 
-def _factory(core: int, target: str, host: NeuronHost) -> Callable[[], Backend]:
+def _factory(
+    core: int, target: str, host: NeuronHost, isolation: Isolation
+) -> Callable[[], Backend]:
     def make() -> Backend:
-        return NeuronBackend(core=core, target=target, host=host)
+        return NeuronBackend(core=core, target=target, host=host, isolation=isolation)
 
     return make
 
@@ -26,10 +29,11 @@ def open_backend(
     target: str | None,
     require_device: bool,
     memo: DeviceMemo | None,
+    isolation: Isolation,
 ) -> OpenedBackend:
     cores = [int(d) for d in devices]
-    first = NeuronBackend(core=cores[0], target=target)
-    for core in cores[1:]:
-        NeuronBackend(core=core, target=first.target, host=first.host)  # checks the core
-    workers = [(f"neuron{c}", _factory(c, first.target, first.host)) for c in cores]
+    first = NeuronBackend(core=cores[0], target=target, isolation=isolation)
+    for core in cores[1:]:  # each core checked now, not at its first job
+        NeuronBackend(core=core, target=first.target, host=first.host, isolation=isolation)
+    workers = [(f"neuron{c}", _factory(c, first.target, first.host, isolation)) for c in cores]
     return OpenedBackend("neuron", first.target, workers)

@@ -15,6 +15,7 @@ from nkibench.cost import MODEL_VERSION
 from nkibench.policy.provenance import package_version
 from nkibench.policy.roofline import PEAKS, Peaks
 from nkibench.result import KernelResult
+from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import Limits
 from nkibench.task.spec import TaskSpec
 
@@ -44,11 +45,17 @@ class NkisimBackend:
     )
     fresh_inputs = False
 
-    def __init__(self, *, trace_path: Path | None = None) -> None:
+    def __init__(
+        self, *, trace_path: Path | None = None, isolation: Isolation | None = None
+    ) -> None:
         self.trace_path = trace_path
+        self.isolation = isolation or Isolation.detect()
 
     def environment(self) -> dict[str, str]:
         return {}
+
+    def mounts(self) -> Mounts:
+        return Mounts()
 
     def limits(self, task: TaskSpec, shapes: str, threads: int) -> Limits:
         return Limits(timeout_s=task.timeout_for(shapes), memory_mb=task.memory_mb, threads=threads)

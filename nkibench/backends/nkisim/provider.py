@@ -3,12 +3,15 @@ generation whose costs the model uses (trn1 unless asked)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 
+from nkibench.backend import Backend
 from nkibench.backends import DeviceMemo, OpenedBackend
 from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.cost.tables import GENERATIONS
 from nkibench.errors import BackendUnavailable
+from nkibench.sandbox.isolation import Isolation
 
 __all__ = ["DEFAULT_TARGET", "open_backend"]
 
@@ -21,10 +24,12 @@ def open_backend(
     target: str | None,
     require_device: bool,
     memo: DeviceMemo | None,
+    isolation: Isolation,
 ) -> OpenedBackend:
     resolved = target or DEFAULT_TARGET
     if resolved not in GENERATIONS:
         raise BackendUnavailable(
             f"nkisim models {', '.join(sorted(GENERATIONS))}; there is no target {resolved!r}"
         )
-    return OpenedBackend("nkisim", resolved, [(f"cpu{d}", NkisimBackend) for d in devices])
+    make: Callable[[], Backend] = partial(NkisimBackend, isolation=isolation)
+    return OpenedBackend("nkisim", resolved, [(f"cpu{d}", make) for d in devices])

@@ -25,6 +25,7 @@ from nkibench.errors import BackendUnavailable, PhaseFailure
 from nkibench.harness import fresh_seeds, profile_kernel, run_phase
 from nkibench.policy.provenance import Sourced, package_version
 from nkibench.policy.roofline import Peaks
+from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import Limits
 from nkibench.task.spec import TaskSpec
 
@@ -104,23 +105,44 @@ PHASES = MappingProxyType(
 
 
 def _run_phase(
-    name: str, request: dict[str, Any], environment: dict[str, str], limits: Limits
+    name: str,
+    request: dict[str, Any],
+    environment: dict[str, str],
+    limits: Limits,
+    isolation: Isolation,
 ) -> dict[str, Any]:
     """A phase outside any check (the probe, the ceilings), in a directory of its own."""
     with tempfile.TemporaryDirectory(prefix="nkibench-triton-") as tmp:
-        return run_phase(name, PHASES[name], request, Path(tmp), limits, environment=environment)
+        return run_phase(
+            name,
+            PHASES[name],
+            request,
+            Path(tmp),
+            limits,
+            isolation=isolation,
+            mounts=gpu_mounts(),
+            environment=environment,
+        )
+
+
+def gpu_mounts() -> Mounts:
+    """NVIDIA's device nodes, the driver's view of them in /sys, and CUDA's libraries."""
+    libraries = [
+        *(os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep)),
+        *(os.environ[k] for k in ("CUDA_HOME", "CUDA_PATH") if k in os.environ),
+    ]
+    return Mounts(
+        devices=tuple(sorted(str(p) for p in Path("/dev").glob("nvidia*"))),
+        read_only=tuple(p for p in libraries if p),
+        system=True,
+    )
 
 
 def _environment(device: str | None, interpret: bool) -> dict[str, str]:
+    # No shared Triton cache: a kernel could plant a compiled binary under another kernel's
+    # cache key. Each child caches under its own HOME, so a kernel compiles once per phase.
     passed = {k: os.environ[k] for k in PASSED_VARIABLES if k in os.environ}
-    cache = Path(
-        os.environ.get("ACCELOPT_TRITON_CACHE", Path.home() / ".cache" / "accelopt" / "triton")
-    )
-    environment = {
-        **passed,
-        "PATH": os.environ.get("PATH", os.defpath),
-        "TRITON_CACHE_DIR": str(cache),
-    }
+    environment = {**passed, "PATH": os.environ.get("PATH", os.defpath)}
     if interpret:
         environment["TRITON_INTERPRET"] = "1"
     if device is not None:
@@ -128,10 +150,14 @@ def _environment(device: str | None, interpret: bool) -> dict[str, str]:
     return environment
 
 
-def probe_host(device: str | None = "0") -> TritonHost:
+def probe_host(device: str | None = "0", *, isolation: Isolation | None = None) -> TritonHost:
     """What this host offers the triton backend on `device`, asked of a sandboxed child."""
     answer = _run_phase(
-        "probe", {}, _environment(device, False), Limits(timeout_s=120, memory_mb=None)
+        "probe",
+        {},
+        _environment(device, False),
+        Limits(timeout_s=120, memory_mb=None),
+        isolation or Isolation.detect(),
     )
     if not answer.get("ok"):
         raise BackendUnavailable(f"the triton backend cannot start: {answer}")
@@ -154,9 +180,11 @@ class TritonBackend:
         host: TritonHost | None = None,
         eager: bool = False,
         baselines: dict[tuple[str, str, str], float] | None = None,
+        isolation: Isolation | None = None,
     ) -> None:
         self.device = device
-        self.host = host or probe_host(device)
+        self.isolation = isolation or Isolation.detect()
+        self.host = host or probe_host(device, isolation=self.isolation)
         self.baselines = {} if baselines is None else baselines
         """(task revision, shapes, GPU) → the task's own kernel's measured p50 in ms, shared
         by the replicas of one device."""
@@ -179,6 +207,7 @@ class TritonBackend:
             reverify_speedup=self.reverify_speedup,
             eager=self.with_eager,
             baselines=self.baselines,
+            isolation=self.isolation,
         )
 
     @property
@@ -187,6 +216,9 @@ class TritonBackend:
 
     def environment(self) -> dict[str, str]:
         return _environment(self.device, self.host.gpu is None)
+
+    def mounts(self) -> Mounts:
+        return gpu_mounts()
 
     def limits(self, task: TaskSpec, shapes: str, threads: int) -> Limits:
         # CUDA maps far more address space than it uses: no address-space limit on a GPU
@@ -206,7 +238,11 @@ class TritonBackend:
         if self.host.gpu is None:
             raise BackendUnavailable("device ceilings need a GPU")
         answer = _run_phase(
-            "ceilings", {}, self.environment(), Limits(timeout_s=600, memory_mb=None)
+            "ceilings",
+            {},
+            self.environment(),
+            Limits(timeout_s=600, memory_mb=None),
+            self.isolation,
         )
         if not answer.get("ok"):
             raise BackendUnavailable(f"measuring the device's ceilings failed: {answer}")

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from nkibench.backends import DeviceMemo, OpenedBackend
 from nkibench.backends.triton.backend import DeviceCeilings, TritonBackend
 from nkibench.errors import BackendUnavailable
+from nkibench.sandbox.isolation import Isolation
 
 __all__ = ["IDENTITY", "device_key", "open_backend"]
 
@@ -40,13 +41,16 @@ def open_backend(
     target: str | None,
     require_device: bool,
     memo: DeviceMemo | None,
+    isolation: Isolation,
 ) -> OpenedBackend:
     if target is not None:
         raise BackendUnavailable(
             f"--target {target}: the triton backend's target is the GPU it runs on "
             "(the target names a Trainium generation for nkisim and neuron)"
         )
-    backends = [TritonBackend(device=d, require_gpu=require_device) for d in devices]
+    backends = [
+        TritonBackend(device=d, require_gpu=require_device, isolation=isolation) for d in devices
+    ]
     for backend in backends:
         if backend.host.gpu is not None:
             backend.ceilings = ceilings(backend, memo)

@@ -1,0 +1,298 @@
+"""The operating system's boundary around untrusted code: every kernel and reference child runs
+under bubblewrap.
+
+An allow-list over Python source cannot be tight (every module reaches every other through
+attributes), so the boundary is the kernel's: new PID, IPC, network, UTS and cgroup namespaces;
+a mount namespace holding only read-only binds of the interpreter, its libraries and the Python
+packages the child imports, the task's folder read-only, its work directory read-write, a
+private /tmp, a fresh /proc that shows only the sandbox's own processes, and a minimal /dev
+(plus the GPU's or the NeuronCores' device nodes, for the backends that use them). The child
+dies with its parent (`--die-with-parent`), and all of the sandbox dies with the child, which
+is PID 2 of its namespace. Where the daemon runs as root, the child runs as an unprivileged
+user (nobody by default) with no capabilities; elsewhere as the daemon's own user, inside a
+user namespace, with none.
+
+Where bubblewrap cannot run, `Isolation.detect` refuses, unless the caller accepts the Python
+sandbox alone (`--unsafe-sandbox`), which it must then say loudly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from nkibench.errors import NkiBenchError
+
+__all__ = ["Isolation", "Mounts", "SandboxUnavailable"]
+
+UNPRIVILEGED = (65534, 65534)
+"""nobody:nogroup, the user a root daemon's children run as."""
+PROBE_TIMEOUT_S = 10.0
+SYSTEM_DIRECTORIES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+SYSTEM_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+)
+"""What a dynamically linked program needs of /etc (no secrets: not /etc/shadow)."""
+INSTALL_HINT = (
+    "install bubblewrap (Debian and Ubuntu: `apt install bubblewrap`; Fedora: `dnf install "
+    "bubblewrap`) and allow unprivileged user namespaces, or pass --unsafe-sandbox to run "
+    "kernels behind the Python-level checks alone (not a security boundary)"
+)
+
+
+class SandboxUnavailable(NkiBenchError):
+    """The OS sandbox cannot run here; the message says why and what to do."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Mounts:
+    """What a backend's children need beyond the sandbox's own view."""
+
+    devices: tuple[str, ...] = ()
+    """Device nodes bound in (a GPU's /dev/nvidia*, /dev/neuron*)."""
+    read_only: tuple[str, ...] = ()
+    """Directories bound read-only (a toolchain, CUDA's libraries)."""
+    system: bool = False
+    """/sys bound read-only (drivers read their devices' topology there)."""
+
+    def __add__(self, other: Mounts) -> Mounts:
+        return Mounts(
+            self.devices + other.devices,
+            self.read_only + other.read_only,
+            self.system or other.system,
+        )
+
+
+@dataclass(frozen=True)
+class Isolation:
+    kind: Literal["bubblewrap", "unsafe"]
+    bwrap: str | None = None
+    reason: str = ""
+    """unsafe: why bubblewrap could not run."""
+    run_as: tuple[int, int] | None = field(
+        default_factory=lambda: UNPRIVILEGED if os.geteuid() == 0 else None
+    )
+    """(uid, gid) the child switches to (a root daemon), or None: the daemon's own user."""
+
+    @property
+    def contained(self) -> bool:
+        return self.kind == "bubblewrap"
+
+    def describe(self) -> str:
+        if self.kind == "bubblewrap":
+            user = f"uid {self.run_as[0]}" if self.run_as else "the daemon's user"
+            return f"bubblewrap ({user}, no network, private PID and mount namespaces)"
+        return f"UNSAFE: Python-level checks only, no OS sandbox ({self.reason})"
+
+    @classmethod
+    def detect(cls, *, allow_unsafe: bool = False) -> Isolation:
+        """bubblewrap if it runs here; otherwise the unsafe fallback when allowed, else
+        SandboxUnavailable."""
+        found = _program("bwrap")
+        problem = "bubblewrap (bwrap) is not installed" if found is None else _trial(found)
+        if problem is None:
+            return cls("bubblewrap", bwrap=found)
+        if allow_unsafe:
+            return cls("unsafe", reason=problem)
+        raise SandboxUnavailable(f"no OS sandbox for kernels: {problem}; {INSTALL_HINT}")
+
+    @classmethod
+    def unsafe(cls, reason: str) -> Isolation:
+        return cls("unsafe", reason=reason)
+
+    def prepare(self, writable: Iterable[Path]) -> None:
+        """Make the work directories the child's own (a root daemon's child is nobody). The
+        group stays root's, so that bubblewrap, root without capabilities until the child
+        drops to nobody, can still enter them."""
+        if self.kind != "bubblewrap" or self.run_as is None:
+            return
+        uid, _ = self.run_as
+        for path in writable:
+            os.chown(path, uid, 0)
+            path.chmod(0o770)
+
+    def command(
+        self,
+        argv: Sequence[str],
+        *,
+        workdir: Path,
+        writable: Sequence[Path],
+        read_only: Sequence[Path],
+        mounts: Mounts,
+    ) -> list[str]:
+        """`argv` wrapped so that it runs inside the sandbox (unchanged when unsafe)."""
+        if self.kind != "bubblewrap":
+            return list(argv)
+        assert self.bwrap is not None
+        command = [
+            self.bwrap,
+            "--die-with-parent",
+            "--new-session",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--hostname",
+            "sandbox",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--perms",
+            "1777",
+            "--tmpfs",
+            "/tmp",
+        ]
+        if self.run_as is None:
+            command += ["--unshare-user", "--disable-userns"]
+        else:
+            # root keeps every capability inside bubblewrap: keep only what setpriv needs to
+            # become the unprivileged user, which drops the rest for good
+            command += ["--cap-drop", "ALL"]
+            for capability in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"):
+                command += ["--cap-add", capability]
+        for directory in SYSTEM_DIRECTORIES:
+            command += _bind_system(directory)
+        for file in SYSTEM_FILES:
+            command += ["--ro-bind-try", file, file]
+        if mounts.system:
+            command += ["--ro-bind", "/sys", "/sys"]
+        read = _covering([*_python_paths(), *map(str, read_only), *mounts.read_only])
+        written = _covering(str(folder) for folder in writable)
+        command += _parents([*read, *written])
+        for path in read:
+            command += ["--ro-bind", path, path]
+        for device in mounts.devices:
+            command += ["--dev-bind-try", device, device]
+        for path in written:
+            command += ["--bind", path, path]
+        command += ["--chdir", str(workdir)]
+        if self.run_as is not None:
+            uid, gid = self.run_as
+            command += [
+                "--",
+                _setpriv(),
+                f"--reuid={uid}",
+                f"--regid={gid}",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+            ]
+        else:
+            command.append("--")
+        return [*command, *argv]
+
+
+def _bind_system(directory: str) -> list[str]:
+    """Merged-/usr systems have /bin, /lib... as symlinks into /usr: keep them symlinks."""
+    path = Path(directory)
+    if path.is_symlink():
+        return ["--symlink", str(os.readlink(path)), directory]
+    if path.is_dir():
+        return ["--ro-bind", directory, directory]
+    return []
+
+
+def _parents(destinations: Sequence[str]) -> list[str]:
+    """Directories that hold the binds, made 0755: bubblewrap makes missing ones 0700 as root,
+    which an unprivileged child could not walk through (its Python under /root/.pyenv, say)."""
+    taken = ("/proc", "/dev", "/sys", *SYSTEM_DIRECTORIES, *destinations)
+
+    def inside(path: str) -> bool:
+        return any(path == t or path.startswith(t.rstrip("/") + "/") for t in taken)
+
+    parents = {
+        str(parent)
+        for destination in destinations
+        for parent in Path(destination).parents
+        if str(parent) not in ("/", "/tmp") and not inside(str(parent))
+    }
+    command: list[str] = []
+    for parent in sorted(parents, key=lambda p: (p.count("/"), p)):
+        command += ["--perms", "0755", "--dir", parent]
+    return command
+
+
+def _python_paths() -> list[str]:
+    """The interpreter and every directory its imports come from (the standard library,
+    site-packages, and the accelopt packages themselves where they are a source checkout)."""
+    import nkibench  # noqa: PLC0415 (where this very package lives)
+
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(nkibench.__file__).parent)}
+    paths.add(str(Path(sys.executable).resolve().parent.parent))
+    paths.update(p for p in sys.path if p and Path(p).is_dir())
+    return sorted(paths)
+
+
+def _covering(paths: Iterable[str]) -> list[str]:
+    """The paths that exist, under the names they are used by and the names they resolve to
+    (a venv's python is a symlink into the base interpreter), without those already inside
+    another one (one bind each)."""
+    existing = sorted(
+        {
+            name
+            for p in paths
+            if p and os.path.exists(p)
+            for name in (os.path.normpath(os.path.abspath(p)), os.path.realpath(p))
+        }
+    )
+    kept: list[str] = []
+    for path in existing:
+        if not any(path == k or path.startswith(k.rstrip("/") + "/") for k in kept):
+            kept.append(path)
+    return kept
+
+
+def _program(name: str) -> str | None:
+    """A system program on PATH, else where the system keeps it (a service's PATH may be
+    bare)."""
+    return shutil.which(name) or shutil.which(name, path=os.defpath)
+
+
+def _setpriv() -> str:
+    found = _program("setpriv")
+    if found is None:
+        raise SandboxUnavailable(
+            "the daemon runs as root and setpriv (util-linux) is missing, so its children "
+            "cannot drop to an unprivileged user; install util-linux or run as a dedicated user"
+        )
+    return found
+
+
+def _trial(bwrap: str) -> str | None:
+    """Why bubblewrap cannot make the sandbox here, or None when it can."""
+    isolation = Isolation("bubblewrap", bwrap=bwrap)
+    try:
+        argv = isolation.command(
+            ["/bin/true"],
+            workdir=Path("/"),
+            writable=[],
+            read_only=[],
+            mounts=Mounts(),
+        )
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired, SandboxUnavailable) as e:
+        return f"bubblewrap does not start: {e}"
+    if done.returncode != 0:
+        detail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+        return f"bubblewrap cannot create the sandbox here: {detail[0]}"
+    return None
