@@ -34,7 +34,7 @@ from agents.roles import (
     planner_messages,
     summarizer_messages,
 )
-from agents.search.ids import candidate_id, digest, plan_id
+from agents.search import ids
 from agents.search.index import SearchIndex
 from agents.search.profiling import Profiler, profile_event
 from agents.search.selection import Measured, Pair, select_beam, select_lessons
@@ -205,7 +205,7 @@ class Search:
         return f"search:{self.search_id}"
 
     def _record(self, event: Event, key: str) -> None:
-        self.recorder.record(self.stream, event, key=f"{self.search_id}|{key}")
+        self.recorder.record(self.stream, event, key=ids.search_key(self.search_id, key))
         self.index.add(event)
 
     def _source(self, candidate: str) -> str:
@@ -257,7 +257,7 @@ class Search:
                 self.config = _recorded_config(earlier.settings, self.config)
                 self.say(f"{self.task.name}: resuming {self.search_id}")
                 return
-        self.search_id = f"{self.task.name}@{self.task.content_hash[:12]}#{len(started) + 1}"
+        self.search_id = ids.search_id(self.task.name, self.task.content_hash, len(started) + 1)
         self.index = SearchIndex()
 
     # --- profiling -------------------------------------------------------------------------
@@ -266,7 +266,7 @@ class Search:
         cached = self._profiles.get((candidate, purpose))
         if cached is not None:
             return cached
-        job_id = f"{self.search_id}|{candidate}|{purpose}"
+        job_id = ids.profile_job_id(self.search_id, candidate, purpose)
         stream = f"job:{job_id}"
         recorded = list(self.recorder.of_type(stream, ProfileRecorded))
         if recorded:
@@ -327,7 +327,7 @@ class Search:
                     source_blob=self.recorder.put(source),
                     llm_call_id=call,
                 ),
-                key=f"candidate|{candidate}",
+                key=ids.candidate_key(candidate),
             )
         event = self.index.candidates[candidate]
         first = self.index.by_hash[event.kernel_hash]
@@ -350,7 +350,7 @@ class Search:
                 message=message[:2000],
                 duplicate_of=duplicate_of,
             ),
-            key=f"rejected|{candidate}",
+            key=ids.rejected_key(candidate),
         )
 
     # --- the roles -------------------------------------------------------------------------
@@ -394,7 +394,9 @@ class Search:
             experiences=experiences,
         )
         return self.llm.complete(
-            call_id=f"{self.search_id}|planner|{iteration}|{parent.event.candidate_id}|{index}",
+            call_id=ids.planner_call_id(
+                self.search_id, iteration, parent.event.candidate_id, index
+            ),
             role="planner",
             messages=messages,
             task=self.task.name,
@@ -403,7 +405,7 @@ class Search:
 
     def _plans(self, iteration: int, beam: list[_Kernel]) -> list[PlanProposed]:
         wanted = [
-            (parent, n, plan_id(self.search_id, iteration, parent.event.candidate_id, n))
+            (parent, n, ids.plan_id(self.search_id, iteration, parent.event.candidate_id, n))
             for parent in beam
             for n in range(self.config.plans)
         ]
@@ -428,7 +430,7 @@ class Search:
                         plan_blob=self.recorder.put(answer.text),
                         llm_call_id=answer.call_id,
                     ),
-                    key=f"plan|{pid}",
+                    key=ids.plan_key(pid),
                 )
         return [self.index.plans[pid] for _, _, pid in wanted if pid in self.index.plans]
 
@@ -441,7 +443,7 @@ class Search:
             plan=self.recorder.text(plan.plan_blob),
         )
         answer = self.llm.complete(
-            call_id=f"{self.search_id}|executor|{plan.plan_id}|{sample}",
+            call_id=ids.executor_call_id(self.search_id, plan.plan_id, sample),
             role="executor",
             messages=messages,
             task=self.task.name,
@@ -451,7 +453,7 @@ class Search:
 
     def _implement(self, iteration: int, plans: list[PlanProposed]) -> list[str]:
         slots = [
-            (plan, k, candidate_id(self.search_id, "executor", plan.plan_id, k))
+            (plan, k, ids.executor_candidate_id(self.search_id, plan.plan_id, k))
             for plan in plans
             for k in range(self.config.samples)
         ]
@@ -491,7 +493,9 @@ class Search:
             return []
         made = []
         for n, (name, value, source) in enumerate(variants(incumbent.source, self.task.tunables)):
-            cid = candidate_id(self.search_id, "tunable", incumbent.event.candidate_id, name, value)
+            cid = ids.tunable_candidate_id(
+                self.search_id, incumbent.event.candidate_id, name, value
+            )
             made.append(cid)
             self._generate(
                 iteration=iteration,
@@ -509,7 +513,7 @@ class Search:
         """A repaired version of a failing candidate, or None (no code, or the LLM failed)."""
         profile = failed.profile
         assert profile is not None
-        cid = candidate_id(self.search_id, "fixer", failed.event.candidate_id, attempt)
+        cid = ids.fixer_candidate_id(self.search_id, failed.event.candidate_id, attempt)
         if cid in self.index.candidates or cid in self.index.rejected:
             return cid if cid in self.index.candidates else None
         messages = fixer_messages(
@@ -521,7 +525,7 @@ class Search:
         )
         try:
             answer = self.llm.complete(
-                call_id=f"{self.search_id}|fixer|{failed.event.candidate_id}|{attempt}",
+                call_id=ids.fixer_call_id(self.search_id, failed.event.candidate_id, attempt),
                 role="fixer",
                 messages=messages,
                 task=self.task.name,
@@ -588,8 +592,8 @@ class Search:
     def _summarize(self, pair: Pair) -> None:
         positive = pair.speedup > 1.0
         slow, fast = (pair.parent, pair.child) if positive else (pair.child, pair.parent)
-        call_id = f"{self.search_id}|summarizer|{slow.candidate_id}|{fast.candidate_id}"
-        item_id = "x" + digest(call_id)
+        call_id = ids.summarizer_call_id(self.search_id, slow.candidate_id, fast.candidate_id)
+        item_id = ids.memory_item_id(call_id)
         if item_id in self.index.lessons:
             return
         profile = self._kernel(fast.candidate_id).profile
@@ -628,7 +632,7 @@ class Search:
                 target=profile.target,
                 fingerprint=profile.fingerprint,
             ),
-            key=f"lesson|{item_id}",
+            key=ids.lesson_key(item_id),
         )
 
     def _lessons(self, iteration: int) -> None:
@@ -683,13 +687,13 @@ class Search:
                 baseline_latency_ms=baseline.profile.latency_ms,
                 speedup=baseline.profile.latency_ms / check.latency_ms,
             ),
-            key=f"promote|{self.search_id}|{incumbent.candidate_id}",
+            key=ids.promotion_key(self.search_id, incumbent.candidate_id),
         )
 
     # --- the loop --------------------------------------------------------------------------
 
     def _baseline(self) -> _Kernel:
-        cid = candidate_id(self.search_id, "baseline")
+        cid = ids.baseline_id(self.search_id)
         self._generate(
             iteration=0,
             candidate=cid,
@@ -724,7 +728,7 @@ class Search:
             ],
             incumbent_id=best.candidate_id,
         )
-        self._record(event, key=f"beam|{iteration}")
+        self._record(event, key=ids.beam_key(iteration))
         return event
 
     def _iterate(self, baseline: _Kernel) -> tuple[SearchEnd, str, int]:
@@ -771,7 +775,7 @@ class Search:
             entry = self.index.beams[max(self.index.beams)].selected[0]
             best = (entry.candidate_id, entry.latency_ms, entry.latency_kind)
         else:  # no iteration completed: the best is the baseline, if it ran
-            baseline = candidate_id(self.search_id, "baseline")
+            baseline = ids.baseline_id(self.search_id)
             if baseline in self.index.candidates:
                 kernel = self._kernel(baseline)
                 if kernel.measured is not None and kernel.profile is not None:
@@ -787,7 +791,7 @@ class Search:
                 best_latency_ms=best[1] if best else None,
                 latency_kind=best[2] if best else None,
             ),
-            key="finished",
+            key=ids.FINISHED_KEY,
         )
 
     def run(self) -> SearchOutcome:
@@ -798,7 +802,7 @@ class Search:
                     task=self.task.name,
                     search_id=self.search_id,
                     task_source_hash=self.task.content_hash,
-                    baseline_candidate_id=candidate_id(self.search_id, "baseline"),
+                    baseline_candidate_id=ids.baseline_id(self.search_id),
                     backend=self.profiler.backend_name,
                     target=self.profiler.target,
                     shapes=self.profiler.shapes,
@@ -809,7 +813,7 @@ class Search:
                         else {}
                     ),
                 ),
-                key="started",
+                key=ids.STARTED_KEY,
             )
             try:
                 baseline = self._baseline()
@@ -832,7 +836,7 @@ class Search:
     def outcome(self) -> SearchOutcome:
         finished = self.index.finished
         assert finished is not None
-        baseline_id = candidate_id(self.search_id, "baseline")
+        baseline_id = ids.baseline_id(self.search_id)
         baseline = (
             self._profile(baseline_id, "baseline") if baseline_id in self.index.candidates else None
         )
@@ -855,7 +859,7 @@ class Search:
         for stored in self.store.read_all(types=["LLMCallCompleted"]):
             call = decode(stored).event
             assert isinstance(call, LLMCallCompleted)
-            if not call.call_id.startswith(f"{self.search_id}|"):
+            if not ids.is_call_of(call.call_id, self.search_id):
                 continue
             if call.error is not None:
                 outcome.failed_llm_calls += 1
