@@ -14,10 +14,11 @@ order, so the log does not depend on which answer came first.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from agents.config import SearchConfig
@@ -57,17 +58,19 @@ T = TypeVar("T")
 FIXABLE = frozenset({"compile", "runtime", "constraint", "unsupported", "incorrect", "rejected"})
 """Failures a repaired source may mend; a timeout, a resource limit or a cheat is not sent to
 the fixer."""
-REJECTION: dict[str, RejectReason] = {
-    "rejected": "static_check",
-    "compile": "compile_error",
-    "runtime": "runtime_error",
-    "constraint": "constraint",
-    "unsupported": "unsupported",
-    "incorrect": "incorrect",
-    "timeout": "timeout",
-    "resource": "resource",
-    "cheat": "cheat",
-}
+REJECTION: Mapping[str, RejectReason] = MappingProxyType(
+    {
+        "rejected": "static_check",
+        "compile": "compile_error",
+        "runtime": "runtime_error",
+        "constraint": "constraint",
+        "unsupported": "unsupported",
+        "incorrect": "incorrect",
+        "timeout": "timeout",
+        "resource": "resource",
+        "cheat": "cheat",
+    }
+)
 """A profile's error kind → the reason its candidate is rejected (any other: "crashed")."""
 PROFILE_FIELDS = (
     "hbm_read_bytes",
