@@ -4,14 +4,16 @@ reads the environment."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-__all__ = ["ROLES", "Budget", "LLMConfig", "Price", "Role", "RoleConfig", "SearchConfig"]
+from events.catalog import LLMRole
 
-Role = Literal["planner", "executor", "summarizer", "fixer"]
-ROLES: tuple[Role, ...] = ("planner", "executor", "summarizer", "fixer")
+__all__ = ["ROLES", "Budget", "LLMConfig", "Price", "RoleConfig", "SearchConfig"]
+
+ROLES: tuple[LLMRole, ...] = get_args(LLMRole)
+"""The roles, in the order of the vocabulary's `LLMRole` (the one definition of them)."""
 
 
 class _Frozen(BaseModel):
@@ -35,7 +37,7 @@ class Price(_Frozen):
 
 
 class LLMConfig(_Frozen):
-    roles: dict[Role, RoleConfig]
+    roles: dict[LLMRole, RoleConfig]
     prices: dict[str, Price] = Field(default_factory=dict)
     """Model → price; a model without one is recorded at $0 and reported as unpriced."""
     timeout_s: float = Field(default=600.0, gt=0)

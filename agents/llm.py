@@ -17,9 +17,9 @@ from typing import Any
 
 import openai
 
-from agents.config import Budget, LLMConfig, Role
+from agents.config import Budget, LLMConfig
 from agents.ledger import Ledger
-from events.catalog import LLMCallCompleted
+from events.catalog import LLMCallCompleted, LLMRole
 from store.recorder import Recorder
 
 __all__ = ["BudgetExhausted", "Completion", "LLMClient", "LLMError"]
@@ -46,7 +46,7 @@ class BudgetExhausted(Exception):
 @dataclass(frozen=True)
 class Completion:
     call_id: str
-    role: Role
+    role: LLMRole
     model: str
     text: str
     finish_reason: str
@@ -59,7 +59,7 @@ class Completion:
 @dataclass(frozen=True)
 class _Request:
     call_id: str
-    role: Role
+    role: LLMRole
     messages: list[dict[str, str]]
     task: str | None
     seed: int | None
@@ -90,7 +90,7 @@ class LLMClient:
         self._clients: dict[tuple[str, str], openai.OpenAI] = {}
         self._lock = threading.Lock()
 
-    def _client(self, role: Role) -> openai.OpenAI:
+    def _client(self, role: LLMRole) -> openai.OpenAI:
         settings = self.config.roles[role]
         key = (settings.base_url, settings.api_key.get_secret_value())
         with self._lock:
@@ -103,14 +103,14 @@ class LLMClient:
                 )
             return self._clients[key]
 
-    def model(self, role: Role) -> str:
+    def model(self, role: LLMRole) -> str:
         return self.config.roles[role].model
 
     def complete(
         self,
         *,
         call_id: str,
-        role: Role,
+        role: LLMRole,
         messages: list[dict[str, str]],
         task: str | None,
         seed: int | None = None,
@@ -156,7 +156,7 @@ class LLMClient:
             replayed=True,
         )
 
-    def _parameters(self, role: Role, seed: int | None) -> dict[str, Any]:
+    def _parameters(self, role: LLMRole, seed: int | None) -> dict[str, Any]:
         settings = self.config.roles[role]
         parameters: dict[str, Any] = {}
         if settings.temperature is not None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from agents.roles import says_no_optimization
 from events.base import Event
 from events.catalog import ExperienceSummarized
 from events.envelope import Envelope
@@ -23,7 +24,6 @@ from nkibench.task.operators import similarity
 
 __all__ = ["MemoryItem", "MemoryProjection", "MemoryState", "shown_to_planner"]
 
-NO_OPTIMIZATION = "no optimization found"
 Status = Literal["active", "retired"]
 
 
@@ -89,7 +89,7 @@ class MemoryProjection:
 
         if e.item_id in state.items:
             return
-        if e.title.strip().rstrip(".").lower() == NO_OPTIMIZATION:
+        if says_no_optimization(e.title):
             log("ignored", e.item_id, e.task, "the summarizer found no optimization")
             return
         state.items[e.item_id] = MemoryItem(

@@ -24,10 +24,13 @@ __all__ = [
     "fixer_messages",
     "parse_lesson",
     "planner_messages",
+    "says_no_optimization",
     "summarizer_messages",
 ]
 
 NO_OPTIMIZATION = "No optimization found"
+"""The summarizer's answer when the two kernels do the same thing (its prompt says so); a
+lesson with this title teaches nothing, and the memory ignores it."""
 FENCE = re.compile(r"```[ \t]*([\w+-]*)[ \t]*\n(.*?)(?:\n```|\Z)", re.S)
 TITLE = re.compile(r"^\s*\*\*(.+?)\*\*\s*$", re.M)
 
@@ -78,7 +81,13 @@ class Lesson:
 
     @property
     def empty(self) -> bool:
-        return self.title.strip().rstrip(".").lower() == NO_OPTIMIZATION.lower()
+        return says_no_optimization(self.title)
+
+
+def says_no_optimization(title: str) -> bool:
+    """Whether a lesson's title is the summarizer's "nothing to learn" (any case, with or
+    without a full stop)."""
+    return title.strip().rstrip(".").lower() == NO_OPTIMIZATION.lower()
 
 
 def parse_lesson(text: str) -> Lesson:

@@ -35,6 +35,7 @@ from agents.ledger import Ledger
 from agents.llm import LLMClient
 from agents.memory import MemoryProjection
 from agents.search import IDLE, Interrupted, Search
+from agents.search.ids import demotion_key, reverify_job_id
 from daemon.backends import open_for_command
 from daemon.library import promotions, sync_library
 from daemon.notify import Notifier
@@ -272,7 +273,7 @@ class Daemon:
                 continue
             spec: TaskSpec = materialize(self.store, revision, self.state_dir / "revisions")
             e = promotion.event
-            job_id = f"reverify|{task}|{e.candidate_id}|{epoch}"
+            job_id = reverify_job_id(task, e.candidate_id, epoch)
             try:
                 result = self._profiler(threading.Event(), seeds).profile(
                     spec, self.store.get_text(e.kernel_hash), job_id=job_id
@@ -291,7 +292,7 @@ class Daemon:
                     reason=f"re-verification on seeds {list(seeds)}: {result.error_kind}: "
                     f"{result.message}",
                 ),
-                key=f"demote|{job_id}",
+                key=demotion_key(job_id),
             )
             log.warning("promoted kernel demoted", task=task, candidate=e.candidate_id)
             self.wake.set()

@@ -37,6 +37,7 @@ __all__ = [
     "KernelRemoved",
     "KernelSourceChanged",
     "LLMCallCompleted",
+    "LLMRole",
     "LatencyKind",
     "PlanProposed",
     "ProfilePurpose",

@@ -1,6 +1,7 @@
 """The beam search of AccelOpt, recorded step by step (see loop.py)."""
 
-from agents.search.loop import IDLE, Interrupted, Search, SearchOutcome
+from agents.search.loop import IDLE, Interrupted, Search
+from agents.search.outcome import SearchOutcome
 from agents.search.profiling import Profiler
 
 __all__ = ["IDLE", "Interrupted", "Profiler", "Search", "SearchOutcome"]

@@ -1,15 +1,29 @@
-"""What the search needs from profiling (a `Profiler`: the daemon provides one that runs the
-nkibench backends), and the event that records a profile."""
+"""Profiling in a search: what it needs (a `Profiler`: the daemon provides one that runs the
+nkibench backends), the event that records a profile, and the search's profiles, each measured
+once.
+
+A profile is recorded on its job's stream under the job id (agents/search/ids.py), so a
+resumed search reads a kernel's profile back instead of measuring it again.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
-from events.catalog import ProfilePurpose, ProfileRecorded
+from agents.search import ids
+from agents.search.record import SearchRecord
+from agents.search.selection import Measured
+from events.catalog import CandidateGenerated, ProfilePurpose, ProfileRecorded, RejectReason
 from nkibench.result import KernelResult
 from nkibench.task.spec import TaskSpec
 
-__all__ = ["Profiler", "profile_event"]
+__all__ = ["Kernel", "Profiler", "Profiles", "profile_event"]
+
+UNPROFILED: frozenset[RejectReason] = frozenset({"duplicate", "no_code", "truncated"})
+"""Rejections made before profiling: a duplicate was measured as its first copy, and the
+others hold no kernel worth running."""
 
 
 class Profiler(Protocol):
@@ -20,6 +34,79 @@ class Profiler(Protocol):
     def profile(self, task: TaskSpec, source: str, *, job_id: str) -> KernelResult:
         """Check and time `source` on `task`; `job_id` names the work (a queue keys on it)."""
         ...
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A candidate with its source and its profile (None: rejected before profiling)."""
+
+    event: CandidateGenerated
+    source: str
+    profile: ProfileRecorded | None
+
+    @property
+    def measured(self) -> Measured | None:
+        """Its latency, if it was profiled and correct."""
+        p = self.profile
+        if p is None or not p.correct or p.latency_ms is None:
+            return None
+        return Measured(self.event.candidate_id, p.latency_ms)
+
+
+class Profiles:
+    """The profiles of one search: read back from the log, else measured and recorded; each
+    kept in memory once seen, as the loop asks for the same kernels every iteration."""
+
+    def __init__(
+        self,
+        *,
+        task: TaskSpec,
+        record: SearchRecord,
+        profiler: Profiler,
+        check_stop: Callable[[], None],
+    ) -> None:
+        self.task = task
+        self.record = record
+        self.profiler = profiler
+        self.check_stop = check_stop
+        self._seen: dict[tuple[str, ProfilePurpose], ProfileRecorded] = {}
+
+    def profile(self, candidate: str, purpose: ProfilePurpose) -> ProfileRecorded:
+        cached = self._seen.get((candidate, purpose))
+        if cached is not None:
+            return cached
+        recorder = self.record.recorder
+        job_id = ids.profile_job_id(self.record.search_id, candidate, purpose)
+        stream = f"job:{job_id}"
+        recorded = list(recorder.of_type(stream, ProfileRecorded))
+        if recorded:
+            profile = recorded[-1]
+        else:
+            self.check_stop()
+            source = self.record.source(candidate)
+            result = self.profiler.profile(self.task, source, job_id=job_id)
+            profile = profile_event(
+                result,
+                job_id=job_id,
+                purpose=purpose,
+                candidate_id=None if purpose == "baseline" else candidate,
+                kernel_hash=self.record.index.candidates[candidate].kernel_hash,
+                task_source_hash=self.task.content_hash,
+            )
+            recorder.record(stream, profile, key=job_id)  # a job's key is its id
+        self._seen[candidate, purpose] = profile
+        return profile
+
+    def kernel(self, candidate: str) -> Kernel:
+        """The candidate, profiled unless it was rejected before profiling."""
+        index = self.record.index
+        event = index.candidates[candidate]
+        rejected = index.rejected.get(candidate)
+        profile = None
+        if rejected is None or rejected.reason not in UNPROFILED:
+            purpose: ProfilePurpose = "baseline" if event.origin == "baseline" else "candidate"
+            profile = self.profile(candidate, purpose)
+        return Kernel(event, self.record.source(candidate), profile)
 
 
 def profile_event(

@@ -1,0 +1,87 @@
+"""Promotion: the search's incumbent becomes the task's kernel once it is re-verified.
+
+A kernel is promoted only when it beats the baseline (or the last promotion) by more than the
+noise (`min_gain`), and only after a second, separate profile (purpose "reverify") confirms
+that it is correct and still as fast, so a lucky measurement never reaches the library.
+`KernelPromoted` goes to the task's stream, which the library folds, not to the search's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agents.search import ids
+from agents.search.profiling import Kernel, Profiles
+from agents.search.record import SearchRecord
+from agents.search.selection import Measured
+from events.catalog import KernelPromoted
+from nkibench.task.spec import TaskSpec
+
+__all__ = ["Promotion"]
+
+
+class Promotion:
+    """The promotions of one search's incumbents."""
+
+    def __init__(
+        self,
+        *,
+        task: TaskSpec,
+        record: SearchRecord,
+        profiles: Profiles,
+        say: Callable[[str], None],
+    ) -> None:
+        self.task = task
+        self.record = record
+        self.profiles = profiles
+        self.say = say
+
+    @property
+    def stream(self) -> str:
+        return f"task:{self.task.name}"
+
+    def latest(self) -> tuple[str | None, float | None]:
+        """The latest promotion of this search, if any: (candidate, latency)."""
+        found: tuple[str | None, float | None] = (None, None)
+        for event in self.record.recorder.of_type(self.stream, KernelPromoted):
+            if event.task_source_hash == self.task.content_hash and (
+                event.candidate_id in self.record.index.candidates
+            ):
+                found = (event.candidate_id, event.latency_ms)
+        return found
+
+    def consider(self, incumbent: Measured, baseline: Kernel, *, min_gain: float) -> None:
+        """Promote the incumbent if it gains more than `min_gain` and survives
+        re-verification."""
+        assert baseline.profile is not None
+        assert baseline.profile.latency_ms is not None
+        if incumbent.candidate_id == baseline.event.candidate_id:
+            return
+        promoted, promoted_ms = self.latest()
+        reference = promoted_ms or baseline.profile.latency_ms
+        if promoted == incumbent.candidate_id or (incumbent.latency_ms * min_gain > reference):
+            return
+        check = self.profiles.profile(incumbent.candidate_id, "reverify")
+        if not check.correct or check.latency_ms is None:
+            self.say(f"{self.task.name}: {incumbent.candidate_id} failed re-verification")
+            return
+        if check.latency_ms > incumbent.latency_ms * min_gain:
+            self.say(f"{self.task.name}: {incumbent.candidate_id} was slower when re-measured")
+            return
+        event = self.record.index.candidates[incumbent.candidate_id]
+        self.record.recorder.record(
+            self.stream,
+            KernelPromoted(
+                task=self.task.name,
+                candidate_id=incumbent.candidate_id,
+                kernel_hash=event.kernel_hash,
+                task_source_hash=self.task.content_hash,
+                backend=check.backend,
+                target=check.target,
+                latency_ms=check.latency_ms,
+                latency_kind=check.latency_kind or "estimated",
+                baseline_latency_ms=baseline.profile.latency_ms,
+                speedup=baseline.profile.latency_ms / check.latency_ms,
+            ),
+            key=ids.promotion_key(self.record.search_id, incumbent.candidate_id),
+        )
