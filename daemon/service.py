@@ -56,7 +56,7 @@ from nkibench.backends import backend_info
 from nkibench.policy.provenance import package_version
 from nkibench.task.spec import TaskSpec
 from store.engine import make_engine
-from store.jobs import SqlJobQueue
+from store.jobs.sql import SqlJobQueue
 from store.migrate import upgrade
 from store.projections.library import LibraryProjection
 from store.projections.runner import ProjectionRunner

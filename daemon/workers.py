@@ -24,7 +24,7 @@ from nkibench.harness import profile_kernel
 from nkibench.result import KernelResult
 from nkibench.sandbox.process import Cancelled
 from nkibench.task.spec import TaskSpec, load_task
-from store.jobs import Job, SqlJobQueue
+from store.jobs.base import Job, JobCancelled, JobQueue
 
 __all__ = ["QueuedProfiler", "Worker"]
 
@@ -33,10 +33,17 @@ IDLE_WAIT_S = 5.0
 
 
 class Worker(threading.Thread):
+    """Serves the queue on one device until the daemon stops.
+
+    An error out of the queue or the backend (StoreBusy, BackendUnavailable) ends the thread,
+    its job back to pending: it is logged and kept in `failure`, and whoever supervises the
+    workers decides whether to start another.
+    """
+
     def __init__(
         self,
         name: str,
-        queue: SqlJobQueue,
+        queue: JobQueue,
         make_backend: Callable[[], Backend],
         *,
         workdir: Path,
@@ -47,26 +54,16 @@ class Worker(threading.Thread):
         self.make_backend = make_backend
         self.workdir = workdir
         self.stop = stop
-        self.busy_with: str | None = None
+        self.failure: Exception | None = None
 
     def run(self) -> None:
-        while not self.stop.is_set():
-            try:
-                job = self.queue.claim(self.name)
-            except Exception:
-                log.exception("claiming a job failed", worker=self.name)
-                self.stop.wait(1.0)
-                continue
-            if job is None:
-                self.queue.idle(IDLE_WAIT_S)  # a submit here wakes it at once
-                continue
-            self.busy_with = job.job_id
-            try:
-                self._execute(job)
-            finally:
-                self.busy_with = None
+        try:
+            self.queue.serve(self.name, self._profile, stop=self.stop, idle_s=IDLE_WAIT_S)
+        except Exception as e:
+            self.failure = e
+            log.exception("worker stopped by an error", worker=self.name)
 
-    def _execute(self, job: Job) -> None:
+    def _profile(self, job: Job) -> dict[str, Any]:
         payload: dict[str, Any] = job.payload
         bound = structlog.contextvars.bound_contextvars(
             job_id=job.job_id, task=job.task, worker=self.name
@@ -84,10 +81,9 @@ class Worker(threading.Thread):
                     workdir=self.workdir,
                     cancel=self.stop,
                 )
-            except Cancelled:
-                self.queue.release(job.job_id)
+            except Cancelled as e:
                 log.info("job released: the daemon is stopping")
-                return
+                raise JobCancelled(f"job {job.job_id}: the daemon is stopping") from e
             except TaskError as e:
                 result = KernelResult(
                     job.task,
@@ -97,7 +93,6 @@ class Worker(threading.Thread):
                     error_kind="task",
                     message=e.message,
                 )
-            self.queue.complete(job.job_id, result.to_json())
             log.info(
                 "profiled",
                 correct=result.correct,
@@ -105,13 +100,14 @@ class Worker(threading.Thread):
                 latency_kind=result.latency_kind,
                 error_kind=result.error_kind,
             )
+            return result.to_json()
 
 
 @dataclass
 class QueuedProfiler:
     """The search's profiler in the daemon: a job on the queue, waited for."""
 
-    queue: SqlJobQueue
+    queue: JobQueue
     backend_name: str
     target: str
     shapes: str
@@ -135,7 +131,7 @@ class QueuedProfiler:
             priority=self.priority(task.name),
         )
         while True:
-            job = self.queue.wait(job_id, timeout=1.0)
+            job = self.queue.result(job_id, timeout=1.0)
             if job is not None and job.result is not None:
                 return KernelResult(**job.result)
             if self.should_stop():

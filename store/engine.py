@@ -18,7 +18,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from events.codec import storage_json
-from store.errors import StoreError
+from store.errors import StoreBusy, StoreError
 
 __all__ = [
     "WRITE_OPTION",
@@ -26,6 +26,7 @@ __all__ = [
     "normalize_url",
     "read_connection",
     "sqlite_path",
+    "translated",
     "write_transaction",
 ]
 
@@ -110,3 +111,26 @@ def read_connection(engine: Engine) -> Iterator[Connection]:
     """A connection inside a read transaction: one consistent snapshot of the log."""
     with engine.connect() as connection, connection.begin():
         yield connection
+
+
+@contextmanager
+def translated(database: str, action: str) -> Iterator[None]:
+    """Where SQLAlchemy and driver errors become accelopt errors, for every adapter on an engine:
+    callers (and the CLI's exit codes) know StoreBusy and StoreError, never a driver's types.
+    The message names the database and the action, so that a user knows what to look at."""
+    try:
+        yield
+    except sa.exc.OperationalError as e:
+        text = str(e.orig).strip()
+        if "database is locked" in text or "lock timeout" in text:
+            raise StoreBusy(
+                f"{database}: {action}: another writer held the log too long ({text})"
+            ) from e
+        raise StoreError(f"{database}: {action} failed: {text}") from e
+    except sa.exc.IntegrityError as e:
+        # Writes are serialized, so this means a writer that bypassed the lock.
+        raise StoreError(f"{database}: {action} violated a constraint: {e.orig}") from e
+    except sa.exc.DBAPIError as e:
+        raise StoreError(f"{database}: {action} failed: {e.orig}") from e
+    except sa.exc.SQLAlchemyError as e:
+        raise StoreError(f"{database}: {action} failed: {e}") from e

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,8 +37,8 @@ from store.base import (
     resolve_duplicate,
     validate_batch,
 )
-from store.engine import make_engine, read_connection, write_transaction
-from store.errors import StoreBusy, StoreError, WrongExpectedVersion
+from store.engine import make_engine, read_connection, translated, write_transaction
+from store.errors import StoreError, WrongExpectedVersion
 from store.migrate import check_current, describe
 from store.schema import (
     NOTIFY_CHANNEL,
@@ -191,23 +191,9 @@ class SqlEventStore(EventStore):
     def describe(self) -> str:
         return describe(self.engine.url)
 
-    @contextmanager
-    def _translated(self, action: str) -> Iterator[None]:
+    def _translated(self, action: str) -> AbstractContextManager[None]:
         """The one seam where driver errors become accelopt errors."""
-        try:
-            yield
-        except sa.exc.OperationalError as e:
-            text = str(e.orig).strip()
-            if "database is locked" in text or "lock timeout" in text:
-                raise StoreBusy(
-                    f"{self.describe()}: {action}: another writer held the log too long ({text})"
-                ) from e
-            raise StoreError(f"{self.describe()}: {action} failed: {text}") from e
-        except sa.exc.IntegrityError as e:
-            # Appends are serialized, so this means a writer that bypassed the lock.
-            raise StoreError(f"{self.describe()}: {action} violated a constraint: {e.orig}") from e
-        except sa.exc.DBAPIError as e:
-            raise StoreError(f"{self.describe()}: {action} failed: {e.orig}") from e
+        return translated(self.describe(), action)
 
     @contextmanager
     def _read(self, action: str = "read") -> Iterator[Connection]:

@@ -21,7 +21,7 @@ from events.catalog import (
 )
 from nkibench.suites import NKI_SUITE as SUITE
 from store.engine import make_engine
-from store.jobs import SqlJobQueue
+from store.jobs.sql import SqlJobQueue
 from tests.support.daemon_process import DaemonProcess, orphans, wait_until
 
 SMALL = ("--shapes", "small")

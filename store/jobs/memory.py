@@ -1,0 +1,140 @@
+"""A complete job queue in process memory: the same contract as the SQL queue.
+
+For tests and tools that need a real queue without a database, as procrastinate's
+`InMemoryConnector` is for procrastinate. It is not a mock: jobs are claimed, run, released and
+waited for exactly as in the SQL adapter, and the contract tests hold for it. It also keeps,
+in `calls`, every operation that may change jobs (submit, claim, complete, release, requeue,
+prune), so a test can assert what a worker did, and `reset()` forgets everything.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from store.jobs.base import JOB_STATES, Job, JobState, json_document
+from store.jobs.claiming import ClaimingQueue
+
+__all__ = ["Call", "MemoryJobQueue"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One operation the queue was asked for, with its arguments."""
+
+    operation: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    job: Job
+    created_at: datetime
+    updated_at: datetime
+
+
+def _copy(job: Job) -> Job:
+    """What a caller gets is theirs to change, as a row read from a database would be."""
+    return replace(job, payload=copy.deepcopy(job.payload), result=copy.deepcopy(job.result))
+
+
+class MemoryJobQueue(ClaimingQueue):
+    def __init__(self, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        super().__init__()
+        self._clock = clock
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every job and call, as a fresh queue."""
+        with self._changed:
+            self._entries: dict[str, _Entry] = {}
+            self.calls: list[Call] = []
+        self._wake()
+
+    def _record(self, operation: str, **arguments: Any) -> None:
+        self.calls.append(Call(operation, arguments))
+
+    def _update(self, entry: _Entry, **changes: Any) -> None:
+        self._entries[entry.job.job_id] = replace(
+            entry, job=replace(entry.job, **changes), updated_at=self._clock()
+        )
+
+    # --- submit and wait -------------------------------------------------------------------
+
+    def submit(
+        self, job_id: str, *, task: str, kind: str, payload: dict[str, Any], priority: float
+    ) -> None:
+        document = json_document(payload, f"the payload of job {job_id!r}")
+        with self._changed:
+            self._record("submit", job_id=job_id, task=task, kind=kind, priority=priority)
+            if job_id not in self._entries:
+                now = self._clock()
+                job = Job(job_id, task, kind, document, priority, "pending", None, 0, None)
+                self._entries[job_id] = _Entry(job, now, now)
+        self._wake()
+
+    # --- the storage steps of serve --------------------------------------------------------
+
+    def _claim(self, worker: str) -> Job | None:
+        with self._changed:
+            self._record("claim", worker=worker)
+            pending = [e for e in self._entries.values() if e.job.state == "pending"]
+            if not pending:
+                return None
+            entry = min(pending, key=lambda e: (-e.job.priority, e.created_at, e.job.job_id))
+            self._update(entry, state="running", worker=worker, attempts=entry.job.attempts + 1)
+            return _copy(self._entries[entry.job.job_id].job)
+
+    def _complete(self, job_id: str, worker: str, result: dict[str, Any]) -> None:
+        document = json_document(result, f"the result of job {job_id!r}")
+        with self._changed:
+            self._record("complete", job_id=job_id, worker=worker)
+            entry = self._entries.get(job_id)
+            if entry is not None and entry.job.state != "done":
+                self._update(entry, state="done", result=document)
+        self._wake()
+
+    def _release(self, job_id: str, worker: str) -> None:
+        with self._changed:
+            self._record("release", job_id=job_id, worker=worker)
+            entry = self._entries.get(job_id)
+            if entry is not None and entry.job.state == "running" and entry.job.worker == worker:
+                self._update(entry, state="pending", worker=None)
+        self._wake()
+
+    # --- administration --------------------------------------------------------------------
+
+    def requeue_running(self) -> int:
+        with self._changed:
+            self._record("requeue_running")
+            running = [e for e in self._entries.values() if e.job.state == "running"]
+            for entry in running:
+                self._update(entry, state="pending", worker=None)
+        self._wake()
+        return len(running)
+
+    def counts(self) -> dict[JobState, int]:
+        with self._changed:
+            states = [e.job.state for e in self._entries.values()]
+        return {state: states.count(state) for state in JOB_STATES}
+
+    def prune(self, older_than: timedelta) -> int:
+        with self._changed:
+            self._record("prune", older_than=older_than)
+            cutoff = self._clock() - older_than
+            old = [
+                job_id
+                for job_id, e in self._entries.items()
+                if e.job.state == "done" and e.updated_at < cutoff
+            ]
+            for job_id in old:
+                del self._entries[job_id]
+        return len(old)
+
+    def get(self, job_id: str) -> Job | None:
+        with self._changed:
+            entry = self._entries.get(job_id)
+        return _copy(entry.job) if entry is not None else None

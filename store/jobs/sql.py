@@ -1,0 +1,177 @@
+"""The job queue of one host: the `jobs` table in the event database (SQLite or PostgreSQL).
+
+Queued and finished work survives a restart, and a finished job keeps its result until it is
+pruned, so a search that resumes after a crash gets the result of a profile that was done,
+never a second run of it. A claim is one write transaction: SQLite serializes writers
+(`BEGIN IMMEDIATE`); on PostgreSQL the claiming SELECT skips rows that another claim holds
+(`FOR UPDATE SKIP LOCKED`), so two workers never get the same job. Driver errors become
+StoreBusy or StoreError in `_translated` and nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine
+
+from store.engine import read_connection, translated, write_transaction
+from store.jobs.base import JOB_STATES, Job, JobState, json_document
+from store.jobs.claiming import ClaimingQueue
+from store.migrate import describe
+from store.schema import jobs
+
+__all__ = ["SqlJobQueue"]
+
+
+def _job(row: Any) -> Job:
+    return Job(
+        job_id=row.job_id,
+        task=row.task,
+        kind=row.kind,
+        payload=row.payload,
+        priority=row.priority,
+        state=row.state,
+        worker=row.worker,
+        attempts=row.attempts,
+        result=row.result,
+    )
+
+
+class SqlJobQueue(ClaimingQueue):
+    """Jobs in the event database behind `engine` (at schema head; the engine is the caller's
+    to dispose of)."""
+
+    def __init__(
+        self, engine: Engine, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    ) -> None:
+        super().__init__()
+        self.engine = engine
+        self._clock = clock
+
+    def describe(self) -> str:
+        return describe(self.engine.url)
+
+    def _translated(self, action: str) -> AbstractContextManager[None]:
+        """The one seam where driver errors become accelopt errors."""
+        return translated(self.describe(), action)
+
+    @contextmanager
+    def _read(self, action: str) -> Iterator[Connection]:
+        with self._translated(action), read_connection(self.engine) as connection:
+            yield connection
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[Connection]:
+        with self._translated(action), write_transaction(self.engine) as connection:
+            yield connection
+
+    # --- submit and wait -------------------------------------------------------------------
+
+    def submit(
+        self, job_id: str, *, task: str, kind: str, payload: dict[str, Any], priority: float
+    ) -> None:
+        now = self._clock()
+        values = {
+            "job_id": job_id,
+            "task": task,
+            "kind": kind,
+            "payload": json_document(payload, f"the payload of job {job_id!r}"),
+            "priority": priority,
+            "state": "pending",
+            "worker": None,
+            "attempts": 0,
+            "result": None,
+            "created_at": now,
+            "updated_at": now,
+        }
+        insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
+        statement = insert(jobs).values(**values).on_conflict_do_nothing(index_elements=["job_id"])
+        with self._write(f"submit job {job_id!r}") as connection:
+            connection.execute(statement)
+        self._wake()
+
+    # --- the storage steps of serve --------------------------------------------------------
+
+    def _claim(self, worker: str) -> Job | None:
+        with self._write(f"claim a job for worker {worker!r}") as connection:
+            row = connection.execute(
+                sa.select(jobs)
+                .where(jobs.c.state == "pending")
+                .order_by(jobs.c.priority.desc(), jobs.c.created_at, jobs.c.job_id)
+                .limit(1)
+                .with_for_update(skip_locked=True)
+            ).first()
+            if row is None:
+                return None
+            claimed = connection.execute(
+                jobs.update()
+                .where(jobs.c.job_id == row.job_id, jobs.c.state == "pending")
+                .values(
+                    state="running",
+                    worker=worker,
+                    attempts=jobs.c.attempts + 1,
+                    updated_at=self._clock(),
+                )
+                .returning(*jobs.c)
+            ).first()
+        return _job(claimed) if claimed is not None else None
+
+    def _complete(self, job_id: str, worker: str, result: dict[str, Any]) -> None:
+        document = json_document(result, f"the result of job {job_id!r}")
+        with self._write(f"record the result of job {job_id!r}") as connection:
+            connection.execute(
+                jobs.update()
+                .where(jobs.c.job_id == job_id, jobs.c.state != "done")
+                .values(state="done", result=document, updated_at=self._clock())
+            )
+        self._wake()
+
+    def _release(self, job_id: str, worker: str) -> None:
+        with self._write(f"put job {job_id!r} back to pending") as connection:
+            connection.execute(
+                jobs.update()
+                .where(jobs.c.job_id == job_id, jobs.c.state == "running", jobs.c.worker == worker)
+                .values(state="pending", worker=None, updated_at=self._clock())
+            )
+        self._wake()
+
+    # --- administration --------------------------------------------------------------------
+
+    def requeue_running(self) -> int:
+        with self._write("requeue the running jobs") as connection:
+            requeued = connection.execute(
+                jobs.update()
+                .where(jobs.c.state == "running")
+                .values(state="pending", worker=None, updated_at=self._clock())
+                .returning(jobs.c.job_id)
+            ).all()
+        self._wake()
+        return len(requeued)
+
+    def counts(self) -> dict[JobState, int]:
+        with self._read("count the jobs") as connection:
+            rows = connection.execute(
+                sa.select(jobs.c.state, sa.func.count()).group_by(jobs.c.state)
+            ).all()
+        found = {state: count for state, count in rows}
+        return {state: found.get(state, 0) for state in JOB_STATES}
+
+    def prune(self, older_than: timedelta) -> int:
+        cutoff = self._clock() - older_than
+        with self._write("prune finished jobs") as connection:
+            pruned = connection.execute(
+                jobs.delete()
+                .where(jobs.c.state == "done", jobs.c.updated_at < cutoff)
+                .returning(jobs.c.job_id)
+            ).all()
+        return len(pruned)
+
+    def get(self, job_id: str) -> Job | None:
+        with self._read(f"read job {job_id!r}") as connection:
+            row = connection.execute(sa.select(jobs).where(jobs.c.job_id == job_id)).first()
+        return _job(row) if row is not None else None

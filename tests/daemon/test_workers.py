@@ -1,0 +1,161 @@
+"""The daemon's device worker and queued profiler on the in-memory queue, the kernel run faked:
+what a drain, a task error and a broken backend do to a job, and how a search gets results."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from agents.search import Interrupted
+from daemon.workers import QueuedProfiler, Worker
+from nkibench.backend import Backend
+from nkibench.errors import BackendUnavailable, TaskError
+from nkibench.result import KernelResult
+from nkibench.sandbox.process import Cancelled
+from nkibench.suites import NKI_SUITE
+from nkibench.task.spec import TaskSpec, load_task
+from store.jobs.base import Job
+from store.jobs.memory import Call, MemoryJobQueue
+
+WAIT_S = 30.0
+BACKEND = cast(Backend, object())  # never called: profile_kernel is faked
+
+
+@pytest.fixture
+def task() -> TaskSpec:
+    return load_task(NKI_SUITE / "silu")
+
+
+def profiler(queue: MemoryJobQueue, stop: threading.Event | None = None) -> QueuedProfiler:
+    return QueuedProfiler(
+        queue,
+        backend_name="nkisim",
+        target="trn1",
+        shapes="small",
+        priority=lambda _task: 1.0,
+        should_stop=lambda: stop is not None and stop.is_set(),
+    )
+
+
+def worker(
+    queue: MemoryJobQueue,
+    tmp_path: Path,
+    stop: threading.Event,
+    make_backend: Callable[[], Backend] = lambda: BACKEND,
+) -> Worker:
+    return Worker("w0", queue, make_backend, workdir=tmp_path, stop=stop)
+
+
+def test_a_profile_is_a_job_served_by_a_worker(
+    task: TaskSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[dict[str, Any]] = []
+
+    def profile_kernel(spec: TaskSpec, **kwargs: Any) -> KernelResult:
+        calls.append({"task": spec.name, **kwargs})
+        return KernelResult(spec.name, "nkisim", "trn1", "small", True, True, latency_ms=2.0)
+
+    monkeypatch.setattr("daemon.workers.profile_kernel", profile_kernel)
+    queue, stop = MemoryJobQueue(), threading.Event()
+    thread = worker(queue, tmp_path, stop)
+    thread.start()
+    try:
+        result = profiler(queue).profile(task, "source", job_id="profile|silu|1")
+    finally:
+        stop.set()
+        thread.join(WAIT_S)
+    assert not thread.is_alive()
+    assert (result.correct, result.latency_ms) == (True, 2.0)
+    assert calls[0]["kernel_source"] == "source"
+    assert calls[0]["cancel"] is stop  # a drain reaches the kernel's process
+    assert thread.failure is None
+
+
+def test_a_resumed_search_gets_a_finished_result_again_without_a_second_run(
+    task: TaskSpec,
+) -> None:
+    queue, stop = MemoryJobQueue(), threading.Event()
+    done = KernelResult("silu", "nkisim", "trn1", "small", True, True, latency_ms=3.0)
+
+    def run_once(_job: Job) -> dict[str, Any]:
+        stop.set()  # the daemon is killed after this profile
+        return done.to_json()
+
+    queue.submit("profile|silu|1", task="silu", kind="profile", payload={}, priority=0.0)
+    queue.serve("w0", run_once, stop=stop, idle_s=WAIT_S)
+    queue.calls.clear()
+    result = profiler(queue).profile(task, "source", job_id="profile|silu|1")
+    assert result == done
+    assert [c.operation for c in queue.calls] == ["submit"]  # nothing claimed, nothing ran
+
+
+def test_a_drain_cancels_the_kernel_and_its_job_goes_back_to_pending(
+    task: TaskSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stop = threading.Event()
+
+    def profile_kernel(spec: TaskSpec, **kwargs: Any) -> KernelResult:
+        stop.set()  # SIGTERM arrives while the kernel runs
+        raise Cancelled("the daemon is stopping")
+
+    monkeypatch.setattr("daemon.workers.profile_kernel", profile_kernel)
+    queue = MemoryJobQueue()
+    thread = worker(queue, tmp_path, stop)
+    thread.start()
+    with pytest.raises(Interrupted, match="the daemon is stopping"):
+        profiler(queue, stop).profile(task, "source", job_id="profile|silu|1")
+    thread.join(WAIT_S)
+    assert not thread.is_alive()
+    assert thread.failure is None
+    job = queue.get("profile|silu|1")
+    assert job is not None
+    assert (job.state, job.attempts, job.result) == ("pending", 1, None)
+    assert Call("release", {"job_id": "profile|silu|1", "worker": "w0"}) in queue.calls
+
+
+def test_a_task_error_is_a_result_not_a_failure(
+    task: TaskSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def profile_kernel(spec: TaskSpec, **kwargs: Any) -> KernelResult:
+        raise TaskError("reference.py: get_inputs is missing")
+
+    monkeypatch.setattr("daemon.workers.profile_kernel", profile_kernel)
+    queue, stop = MemoryJobQueue(), threading.Event()
+    thread = worker(queue, tmp_path, stop)
+    thread.start()
+    try:
+        result = profiler(queue).profile(task, "source", job_id="profile|silu|1")
+    finally:
+        stop.set()
+        thread.join(WAIT_S)
+    assert (result.error_kind, result.message) == ("task", "reference.py: get_inputs is missing")
+    assert (result.backend, result.target, result.shapes) == ("nkisim", "trn1", "small")
+    assert thread.failure is None
+
+
+def test_a_broken_backend_ends_the_worker_and_leaves_its_job_pending(
+    task: TaskSpec, tmp_path: Path
+) -> None:
+    def make_backend() -> Backend:
+        raise BackendUnavailable("neuron: neuronx-cc is not installed")
+
+    queue, stop = MemoryJobQueue(), threading.Event()
+    payload = {
+        "task_dir": str(task.path),
+        "source": "source",
+        "shapes": "small",
+        "seeds": None,
+        "target": "trn1",
+        "backend": "neuron",
+    }
+    queue.submit("profile|silu|1", task="silu", kind="profile", payload=payload, priority=0.0)
+    thread = worker(queue, tmp_path, stop, make_backend=make_backend)
+    thread.start()
+    thread.join(WAIT_S)
+    assert not thread.is_alive()  # ended by the error, stop was never set
+    assert isinstance(thread.failure, BackendUnavailable)
+    assert queue.counts() == {"pending": 1, "running": 0, "done": 0}
