@@ -1,7 +1,8 @@
 """The portfolio scheduler: which tasks get the next searches (and so the LLM calls and the
 device slots).
 
-A pure fold of the log into one view per task, and a pure choice over the views:
+A projection of the log into one view per task (`PortfolioProjection`, run by the daemon's
+projection runners with checkpoints like the library), and a pure choice over the views:
 - an unfinished search resumes first (work already paid for);
 - then tasks whose current revision has no search yet (changed tasks first);
 - then, by expected gain, tasks whose last search finished and has rested: headroom to peak
@@ -12,8 +13,10 @@ fails, waits for a change; a search that ran without agents is redone once they 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from typing import Any
 
 from events.base import Event
 from events.catalog import (
@@ -24,8 +27,9 @@ from events.catalog import (
     SearchStarted,
     TaskInvalid,
 )
+from events.envelope import Envelope
 
-__all__ = ["PortfolioView", "TaskView", "choose"]
+__all__ = ["PortfolioProjection", "PortfolioView", "TaskView", "choose"]
 
 
 @dataclass
@@ -52,34 +56,111 @@ class PortfolioView:
     agents: dict[str, bool] = field(default_factory=dict)
     """Search id → whether it ran with agents."""
 
-    def apply(self, event: Event, recorded_at: datetime) -> None:
-        name = getattr(event, "task", None)
-        if name is None:
+
+Handler = Callable[[PortfolioView, Envelope[Any]], None]
+
+
+class PortfolioProjection:
+    """Folds task revisions, searches and profiles into the portfolio view.
+
+    A revision is any hash recorded for the folder, loadable or not: a new one starts a
+    fresh view (no searches yet), so an edited task is searched again first."""
+
+    name = "portfolio"
+    version = "1"
+
+    def __init__(self) -> None:
+        self._handlers: dict[type[Event], Handler] = {
+            KernelSourceChanged: self._source_changed,
+            TaskInvalid: self._invalid,
+            KernelRemoved: self._removed,
+            SearchStarted: self._started,
+            SearchFinished: self._finished,
+            ProfileRecorded: self._profiled,
+        }
+
+    def initial(self) -> PortfolioView:
+        return PortfolioView()
+
+    def apply(self, state: PortfolioView, envelope: Envelope[Event]) -> PortfolioView:
+        handler = self._handlers.get(type(envelope.event))
+        if handler is not None:
+            handler(state, envelope)
+        return state
+
+    def dump(self, state: PortfolioView) -> dict[str, Any]:
+        tasks = {}
+        for name, view in sorted(state.tasks.items()):
+            raw = asdict(view)
+            if view.last_finished_at is not None:
+                raw["last_finished_at"] = view.last_finished_at.isoformat()
+            tasks[name] = raw
+        return {"tasks": tasks, "agents": dict(sorted(state.agents.items()))}
+
+    def load(self, data: dict[str, Any]) -> PortfolioView:
+        tasks = {}
+        for name, raw in data["tasks"].items():
+            finished = raw["last_finished_at"]
+            when = None if finished is None else datetime.fromisoformat(finished)
+            tasks[name] = TaskView(**{**raw, "last_finished_at": when})
+        return PortfolioView(tasks, dict(data["agents"]))
+
+    # --- handlers ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _view(state: PortfolioView, name: str) -> TaskView:
+        return state.tasks.setdefault(name, TaskView(name))
+
+    def _revision(self, state: PortfolioView, name: str, content_hash: str, invalid: bool) -> None:
+        view = self._view(state, name)
+        if view.revision != content_hash:
+            state.tasks[name] = view = TaskView(name, revision=content_hash)
+        view.removed = False
+        view.invalid = invalid
+
+    def _source_changed(
+        self, state: PortfolioView, envelope: Envelope[KernelSourceChanged]
+    ) -> None:
+        e = envelope.event
+        self._revision(state, e.task, e.content_hash, invalid=False)
+
+    def _invalid(self, state: PortfolioView, envelope: Envelope[TaskInvalid]) -> None:
+        e = envelope.event
+        self._revision(state, e.task, e.content_hash, invalid=True)
+
+    def _removed(self, state: PortfolioView, envelope: Envelope[KernelRemoved]) -> None:
+        self._view(state, envelope.event.task).removed = True
+
+    def _started(self, state: PortfolioView, envelope: Envelope[SearchStarted]) -> None:
+        e = envelope.event
+        view = self._view(state, e.task)
+        if e.task_source_hash != view.revision:
+            return  # a search of an older revision
+        view.searches += 1
+        view.running_search = e.search_id
+        state.agents[e.search_id] = bool(e.models)
+
+    def _finished(self, state: PortfolioView, envelope: Envelope[SearchFinished]) -> None:
+        e = envelope.event
+        view = self._view(state, e.task)
+        if e.search_id != view.running_search:
             return
-        view = self.tasks.setdefault(name, TaskView(name))
-        if isinstance(event, KernelSourceChanged | TaskInvalid):
-            if view.revision != event.content_hash:
-                self.tasks[name] = view = TaskView(name, revision=event.content_hash)
-            view.removed = False
-            view.invalid = isinstance(event, TaskInvalid)
-        elif isinstance(event, KernelRemoved):
-            view.removed = True
-        elif isinstance(event, SearchStarted) and event.task_source_hash == view.revision:
-            view.searches += 1
-            view.running_search = event.search_id
-            self.agents[event.search_id] = bool(event.models)
-        elif isinstance(event, SearchFinished) and event.search_id == view.running_search:
-            view.running_search = None
-            view.last_reason = event.reason
-            view.last_finished_at = recorded_at
-            view.last_with_agents = self.agents.get(event.search_id, True)
-            if view.baseline_ms and event.best_latency_ms:
-                view.last_speedup = view.baseline_ms / event.best_latency_ms
-        elif isinstance(event, ProfileRecorded) and event.task_source_hash == view.revision:
-            if event.purpose == "baseline" and event.correct and event.latency_ms:
-                view.baseline_ms = event.latency_ms
-            if event.correct and event.pct_of_peak is not None:
-                view.pct_of_peak = max(view.pct_of_peak or 0.0, event.pct_of_peak)
+        view.running_search = None
+        view.last_reason = e.reason
+        view.last_finished_at = envelope.recorded_at
+        view.last_with_agents = state.agents.get(e.search_id, True)
+        if view.baseline_ms and e.best_latency_ms:
+            view.last_speedup = view.baseline_ms / e.best_latency_ms
+
+    def _profiled(self, state: PortfolioView, envelope: Envelope[ProfileRecorded]) -> None:
+        e = envelope.event
+        view = self._view(state, e.task)
+        if e.task_source_hash != view.revision:
+            return
+        if e.purpose == "baseline" and e.correct and e.latency_ms:
+            view.baseline_ms = e.latency_ms
+        if e.correct and e.pct_of_peak is not None:
+            view.pct_of_peak = max(view.pct_of_peak or 0.0, e.pct_of_peak)
 
 
 def _score(view: TaskView, weight: float) -> float:

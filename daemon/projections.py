@@ -4,6 +4,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agents.memory import MemoryProjection
+from daemon.portfolio import PortfolioProjection
 from events.projection import Projection
 from store.base import EventStore
 from store.projections.library import LibraryProjection
@@ -13,6 +14,7 @@ __all__ = ["PROJECTIONS", "make_projection", "present"]
 PROJECTIONS: dict[str, Callable[[], Projection[Any]]] = {
     "library": LibraryProjection,
     "memory": MemoryProjection,
+    "portfolio": PortfolioProjection,
 }
 
 

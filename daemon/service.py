@@ -3,8 +3,9 @@
 Threads: the watcher (hints, debounce, revisions), one worker per device (profiles from the
 job queue), one thread per running search (the agents), the clock (APScheduler: rescans,
 re-verification, snapshots, checkpoints), and the main loop, which alone talks to systemd
-(READY, STATUS, WATCHDOG, STOPPING), folds new events into the portfolio view, starts the
-searches the portfolio chooses and keeps the library folder in step with the promotions.
+(READY, STATUS, WATCHDOG, STOPPING), keeps the projections (library, memory, portfolio) caught
+up with the log, starts the searches the portfolio chooses and keeps the library folder in step
+with the library's promotions.
 
 SIGTERM or SIGINT drains: no new work; searches stop at their next step; running kernel
 processes get SIGTERM, then SIGKILL, and their jobs go back to the queue; the last events
@@ -37,9 +38,9 @@ from agents.memory import MemoryProjection
 from agents.search import IDLE, Interrupted, Search
 from agents.search.ids import demotion_key, reverify_job_id
 from daemon.backends import open_for_command
-from daemon.library import promotions, sync_library
+from daemon.library import sync_library
 from daemon.notify import Notifier
-from daemon.portfolio import PortfolioView, choose
+from daemon.portfolio import PortfolioProjection, PortfolioView, choose
 from daemon.revisions import materialize
 from daemon.secrets import scrubber_for
 from daemon.settings import Settings
@@ -51,14 +52,13 @@ from events.catalog import (
     KernelDemoted,
     KernelSourceChanged,
 )
-from events.codec import decode
 from nkibench.backends import backend_info
 from nkibench.policy.provenance import package_version
 from nkibench.task.spec import TaskSpec
 from store.engine import make_engine
 from store.jobs.sql import SqlJobQueue
 from store.migrate import upgrade
-from store.projections.library import LibraryProjection
+from store.projections.library import LibraryProjection, LibraryState
 from store.projections.runner import ProjectionRunner
 from store.recorder import Recorder
 from store.sql import SqlEventStore
@@ -109,8 +109,11 @@ class Daemon:
         self.stopping = threading.Event()
         self.wake = threading.Event()
         self.notifier = Notifier()
-        self.view = PortfolioView()
-        self.revisions: dict[str, KernelSourceChanged] = {}
+        self.folding = threading.Lock()
+        """Held while the projections fold, and by clock jobs while they read them: the main
+        loop alone folds, so it reads them without."""
+        self.synced: dict[str, int] = {}
+        """Task → the log position of its library kernel, as the library folder was synced."""
         self.weights: dict[str, float] = {}
         self.running: dict[str, _Running] = {}
         self.failures: dict[str, float] = {}
@@ -131,23 +134,30 @@ class Daemon:
 
     # --- the main loop's duties ---------------------------------------------------------
 
+    @property
+    def library(self) -> LibraryState:
+        return self._library.state
+
+    @property
+    def view(self) -> PortfolioView:
+        return self._portfolio.state
+
     def _fold_new_events(self) -> bool:
-        """Fold events since the last tick into the portfolio; True if promotions changed."""
-        promotions_changed = False
-        for stored in self.store.read_all(after=self.position):
-            self.position = stored.position
-            if stored.type not in PORTFOLIO_TYPES:
-                continue
-            event = decode(stored).event
-            self.view.apply(event, stored.recorded_at)
-            if isinstance(event, KernelSourceChanged):
-                self.revisions[event.task] = event
-                running = self.running.get(event.task)
-                if running is not None and running.revision != event.content_hash:
-                    running.stop.set()  # a search of an older revision is moot
-            if stored.type in LIBRARY_TYPES:
-                promotions_changed = True
-        return promotions_changed
+        """Bring every projection to the log's head and stop searches of a revision that is
+        no longer current; True if the library's promotions changed."""
+        head = self.store.head()
+        with self.folding:
+            for runner in self.runners:
+                runner.catch_up(until=head)
+        self.position = head
+        for name, running in self.running.items():
+            current = self.library.revisions.get(name)
+            if current is not None and current.content_hash != running.revision:
+                running.stop.set()  # a search of an older revision is moot
+        promoted = {task: p.position for task, p in self.library.promoted().items()}
+        changed = promoted != self.synced
+        self.synced = promoted
+        return changed
 
     def _start_searches(self) -> None:
         for name, running in list(self.running.items()):
@@ -165,9 +175,10 @@ class Daemon:
             agents=self.llm is not None,
             weights=self.weights,
         ):
-            revision = self.revisions.get(task)
-            if revision is None:
+            current = self.library.revisions.get(task)
+            if current is None:
                 continue
+            revision = current.source_changed()
             stop = threading.Event()
             thread = threading.Thread(
                 target=self._search, args=(revision, stop), name=f"search:{task}", daemon=True
@@ -265,14 +276,16 @@ class Daemon:
         """Profile every promoted kernel again on fresh inputs; demote what now fails."""
         epoch = int(time.time() // max(self.options.reverify_s, 1))
         seeds = tuple(epoch % 100_000 * 10 + i for i in range(REVERIFY_SEEDS))
-        for task, promotion in promotions(self.store).items():
+        with self.folding:  # the promotions of the current revisions, as folded so far
+            promoted = [
+                (e, self.library.revisions[task].source_changed())
+                for task, e in self.library.promoted().items()
+            ]
+        for e, revision in promoted:
             if self.stopping.is_set():
                 return
-            revision = self.revisions.get(task)
-            if revision is None or revision.content_hash != promotion.event.task_source_hash:
-                continue
+            task = e.task
             spec: TaskSpec = materialize(self.store, revision, self.state_dir / "revisions")
-            e = promotion.event
             job_id = reverify_job_id(task, e.candidate_id, epoch)
             try:
                 result = self._profiler(threading.Event(), seeds).profile(
@@ -298,9 +311,9 @@ class Daemon:
             self.wake.set()
 
     def _snapshots(self) -> None:
-        for runner in self.runners:
-            runner.catch_up()
-            runner.snapshot()
+        with self.folding:  # as of the main loop's last fold
+            for runner in self.runners:
+                runner.snapshot()
 
     def _checkpoint_wal(self) -> None:
         if self.store.engine.dialect.name == "sqlite":
@@ -354,12 +367,13 @@ class Daemon:
             )
         else:
             log.warning("agents idle", detail=IDLE)
+        self._library = ProjectionRunner(self.store, LibraryProjection())
+        self._portfolio = ProjectionRunner(self.store, PortfolioProjection())
         self.runners: list[ProjectionRunner[Any]] = [
-            ProjectionRunner(self.store, LibraryProjection()),
+            self._library,
             ProjectionRunner(self.store, MemoryProjection()),
+            self._portfolio,
         ]
-        for runner in self.runners:
-            runner.catch_up()
         self._fold_new_events()
 
     def run(self) -> int:
@@ -397,12 +411,13 @@ class Daemon:
             observer=self.options.observer,
             on_change=lambda _task: self.wake.set(),
             dialects=backend_info(self.backend_name).dialects,
+            known=self.library.folders,
         )
         self.watcher.start()
         for worker in self.workers:
             worker.start()
         library = self.state_dir / "library"
-        sync_library(self.store, library)
+        sync_library(self.library, library, self.store.get_text)
         clock = self._clock()
         clock.start()
         self.notifier.ready(self.status())
@@ -424,11 +439,9 @@ class Daemon:
             tick = min(tick, self.notifier.watchdog_interval_s)
         while not self.stopping.is_set():
             self.notifier.watchdog()
-            if self.store.head() != self.position:  # idle: one cheap query per tick
-                for runner in self.runners:
-                    runner.catch_up()
-                if self._fold_new_events():
-                    sync_library(self.store, library)
+            # idle: one cheap query per tick
+            if self.store.head() != self.position and self._fold_new_events():
+                sync_library(self.library, library, self.store.get_text)
             self._start_searches()
             if time.monotonic() - last_status >= self.options.status_s:
                 last_status = time.monotonic()
@@ -450,8 +463,9 @@ class Daemon:
         deadline = time.monotonic() + 30.0
         for thread in [r.thread for r in self.running.values()] + list(self.workers):
             thread.join(timeout=max(0.1, deadline - time.monotonic()))
-        for runner in self.runners:
-            runner.catch_up()
+        with self.folding:
+            for runner in self.runners:
+                runner.catch_up()
         host = platform.node()
         self.recorder.record(
             f"daemon:{host}",
@@ -469,18 +483,3 @@ KEY_HINT = (
 )
 REVERIFY_SEEDS = 5
 """Fresh inputs per re-verification, as many as AccelOpt's correctness seeds."""
-PORTFOLIO_TYPES = frozenset(
-    {
-        "KernelSourceChanged",
-        "TaskInvalid",
-        "KernelRemoved",
-        "SearchStarted",
-        "SearchFinished",
-        "ProfileRecorded",
-        "KernelPromoted",
-        "KernelDemoted",
-    }
-)
-LIBRARY_TYPES = frozenset(
-    {"KernelSourceChanged", "KernelPromoted", "KernelDemoted", "KernelRemoved"}
-)

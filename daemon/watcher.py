@@ -8,6 +8,9 @@ message if not, `KernelRemoved` when it is gone. In-place saves and editors' ato
 (write a temporary file, rename it over the target) both change the hash; a save that changes
 nothing records nothing. A periodic full rescan heals lost events (inotify drops them silently
 when its queue overflows). Where inotify is unavailable or out of watches, polling observes.
+
+What was recorded before the watcher started is the library projection's `folders` (the
+daemon passes it in), so a restart records only what changed while it was down.
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ from __future__ import annotations
 import errno
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import structlog
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
@@ -25,9 +28,6 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from daemon.revisions import record_invalid, record_removed, record_revision
-from events.base import Event
-from events.catalog import KernelRemoved, KernelSourceChanged, TaskInvalid
-from events.codec import decode
 from nkibench.errors import TaskError
 from nkibench.task.spec import TASK_FILES, folder_hash, load_task
 from store.recorder import Recorder
@@ -81,6 +81,7 @@ class TaskWatcher:
         debounce_s: float = 0.4,
         on_change: Callable[[str], None] | None = None,
         dialects: tuple[str, ...] = ("nki",),
+        known: Mapping[str, str | None] | None = None,
     ) -> None:
         self.root = root.resolve()
         self.dialects = dialects
@@ -89,8 +90,9 @@ class TaskWatcher:
         self.observer_kind = observer
         self.debounce_s = debounce_s
         self.on_change = on_change or (lambda _task: None)
-        self.known: dict[str, str | None] = {}
-        """Folder path → the hash last recorded for it (None: recorded as removed)."""
+        self.known: dict[str, str | None] = dict(known or {})
+        """Folder path → the hash last recorded for it (None: recorded as removed); starts
+        from `known`, the library projection's `folders`, and follows what this records."""
         self._pending: dict[str, float] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -98,17 +100,6 @@ class TaskWatcher:
         self._observer: BaseObserver | None = None
         self._thread: threading.Thread | None = None
         self.observer_name = "none"
-
-    # --- what was recorded before -------------------------------------------------------
-
-    def _load_known(self) -> None:
-        kinds: list[type[Event]] = [KernelSourceChanged, TaskInvalid, KernelRemoved]
-        for stored in self.recorder.store.read_all(types=[k.type_name() for k in kinds]):
-            event: Any = decode(stored).event
-            if isinstance(event, KernelRemoved):
-                self.known[event.task_dir] = None
-            else:
-                self.known[event.task_dir] = event.content_hash
 
     # --- one folder ---------------------------------------------------------------------
 
@@ -222,7 +213,6 @@ class TaskWatcher:
 
     def start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        self._load_known()
         self._observer = self._start_observer()
         log.info("watching", folder=str(self.root), observer=self.observer_name)
         self.rescan()

@@ -16,10 +16,12 @@ from daemon.cli.options import (
     search_config,
     search_options,
 )
-from daemon.library import export_text, promotions
+from daemon.library import export_text
 from daemon.logs import configure_logging
 from daemon.service import Daemon, DaemonOptions
 from events.errors import AccelOptError
+from store.projections.library import LibraryProjection
+from store.projections.runner import replay
 
 __all__ = ["daemon_command", "export_command"]
 
@@ -115,14 +117,15 @@ def daemon_command(
 def export_command(ctx: click.Context, task: str, out: Path | None) -> None:
     """The task's promoted kernel with its provenance header (candidate, position, speedup)."""
     store = app_context(ctx).open_store(ctx)
-    promoted = promotions(store).get(task)
+    library = replay(store, LibraryProjection(), use_checkpoint=True).state
+    promoted = library.promoted().get(task)
     if promoted is None:
         raise AccelOptError(f"task {task!r} has no promoted kernel (yet)")
-    text = export_text(store, promoted)
+    text = export_text(promoted, store.get_text(promoted.kernel_hash))
     if out is None:
         click.echo(text, nl=False)
     else:
         staging = out.with_name(f".{out.name}.tmp")
         staging.write_text(text, encoding="utf-8")
         os.replace(staging, out)
-        click.echo(f"{task}: {promoted.event.candidate_id} written to {out}", err=True)
+        click.echo(f"{task}: {promoted.candidate_id} written to {out}", err=True)

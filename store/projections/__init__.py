@@ -1,6 +1,13 @@
 """Projections: the runner that keeps them persisted, replays "as of", and the library."""
 
-from store.projections.library import LibraryProjection, LibraryState, PlatformRecord, TaskRecord
+from store.projections.library import (
+    LibraryProjection,
+    LibraryState,
+    PlatformRecord,
+    Promotion,
+    Revision,
+    TaskRecord,
+)
 from store.projections.runner import ProjectionRunner, Replay, SkippedEvent, replay, resolve_until
 
 __all__ = [
@@ -8,7 +15,9 @@ __all__ = [
     "LibraryState",
     "PlatformRecord",
     "ProjectionRunner",
+    "Promotion",
     "Replay",
+    "Revision",
     "SkippedEvent",
     "TaskRecord",
     "replay",

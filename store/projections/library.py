@@ -1,8 +1,14 @@
 """The `library` projection: every task the daemon knows, its revision, state, and the
-baseline, best and promoted latency per platform (backend:target).
+baseline, best and promoted latency per platform (backend:target); each task's current
+revision with the kernels promoted for it; and the hash last recorded per task folder.
 
 Latencies are kept per platform because a measured latency (neuron, triton) and an
 estimated one (nkisim) are different quantities and must never be compared.
+
+This is the one fold of the task lifecycle (source changes, invalid saves, removals,
+promotions, demotions): the library folder, `accelopt export`, re-verification and the
+watcher's memory of what it recorded all read it, so they cannot disagree about which
+revision is current or whether a promotion still stands.
 """
 
 from __future__ import annotations
@@ -22,7 +28,15 @@ from events.catalog import (
 )
 from events.envelope import Envelope
 
-__all__ = ["LibraryProjection", "LibraryState", "PlatformRecord", "TaskRecord", "TaskState"]
+__all__ = [
+    "LibraryProjection",
+    "LibraryState",
+    "PlatformRecord",
+    "Promotion",
+    "Revision",
+    "TaskRecord",
+    "TaskState",
+]
 
 TaskState = Literal["stale", "invalid", "failing", "optimizing", "removed"]
 """stale: a new revision awaits its baseline; failing: the user's own kernel does not pass;
@@ -43,6 +57,8 @@ class PlatformRecord:
     profiles: int = 0
     failed_profiles: int = 0
     promoted_candidate_id: str | None = None
+    """The promotion as this record shows it; an invalid save starts a new record without
+    it. What the library holds, which outlives an invalid save, is `Revision.promotions`."""
     promoted_ms: float | None = None
 
     @property
@@ -65,9 +81,70 @@ class TaskRecord:
     updated_at: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Promotion:
+    """A kernel promoted for its task's current revision and not demoted since, with all
+    its provenance header says (`daemon/library.py:export_text`), so that nothing needs to
+    read the log again to write the library folder or export it."""
+
+    task: str
+    candidate_id: str
+    kernel_hash: str
+    task_source_hash: str
+    backend: str
+    target: str
+    latency_ms: float
+    latency_kind: str
+    baseline_latency_ms: float
+    speedup: float
+    position: int
+    """The promotion's position in the log."""
+    recorded_at: str
+
+
+@dataclass(slots=True)
+class Revision:
+    """A task's current revision: the last one of its folder that loaded.
+
+    An invalid save does not replace it (the folder may go back to it, and its search and
+    promotions stand until a loadable revision or the removal ends it); a new hash does,
+    taking its promotions with it; the same hash again keeps them."""
+
+    task: str
+    task_dir: str
+    content_hash: str
+    files: dict[str, str]
+    """File name → blob sha256, as recorded: what `daemon/revisions.py:materialize` needs."""
+    promotions: dict[str, Promotion] = field(default_factory=dict)
+    """Platform (backend:target) → the kernel promoted there for this revision."""
+
+    def source_changed(self) -> KernelSourceChanged:
+        """The event that recorded this revision, as its readers take it."""
+        return KernelSourceChanged(
+            task=self.task,
+            task_dir=self.task_dir,
+            content_hash=self.content_hash,
+            files=dict(self.files),
+        )
+
+
 @dataclass(slots=True)
 class LibraryState:
     tasks: dict[str, TaskRecord] = field(default_factory=dict)
+    revisions: dict[str, Revision] = field(default_factory=dict)
+    """Task → its current revision; a removed task has none."""
+    folders: dict[str, str | None] = field(default_factory=dict)
+    """Task folder → the content hash last recorded for it, loadable or not (None: recorded
+    as removed). The watcher starts from it, so a restart records only what changed."""
+
+    def promoted(self) -> dict[str, Promotion]:
+        """Task → its library kernel: the newest promotion still standing for its current
+        revision (one kernel per task, whichever platform promoted it)."""
+        return {
+            task: max(revision.promotions.values(), key=lambda p: p.position)
+            for task, revision in sorted(self.revisions.items())
+            if revision.promotions
+        }
 
 
 Handler = Callable[[LibraryState, Envelope[Any]], None]
@@ -77,7 +154,9 @@ class LibraryProjection:
     """Folds task-folder, profile and promotion events into the library."""
 
     name = "library"
-    version = "1"
+    version = "2-revisions"
+    """Bumped for current revisions, their promotions and folder hashes; not a bare "2",
+    which tests use to stand for "some other version"."""
 
     def __init__(self) -> None:
         self._handlers: dict[type[Event], Handler] = {
@@ -99,14 +178,24 @@ class LibraryProjection:
         return state
 
     def dump(self, state: LibraryState) -> dict[str, Any]:
-        return {"tasks": {name: asdict(task) for name, task in sorted(state.tasks.items())}}
+        return {
+            "tasks": {name: asdict(task) for name, task in sorted(state.tasks.items())},
+            "revisions": {name: asdict(rev) for name, rev in sorted(state.revisions.items())},
+            "folders": dict(sorted(state.folders.items())),
+        }
 
     def load(self, data: dict[str, Any]) -> LibraryState:
         tasks = {}
         for name, raw in data["tasks"].items():
             platforms = {k: PlatformRecord(**v) for k, v in raw["platforms"].items()}
             tasks[name] = TaskRecord(**{**raw, "platforms": platforms})
-        return LibraryState(tasks)
+        revisions = {}
+        for name, raw in data["revisions"].items():
+            promotions = {k: Promotion(**v) for k, v in raw["promotions"].items()}
+            revisions[name] = Revision(
+                **{**raw, "files": dict(raw["files"]), "promotions": promotions}
+            )
+        return LibraryState(tasks, revisions, dict(data["folders"]))
 
     # --- handlers ----------------------------------------------------------------------------
 
@@ -122,6 +211,12 @@ class LibraryProjection:
         task = TaskRecord(e.task, e.task_dir, "stale", e.content_hash, revision)
         state.tasks[e.task] = task
         self._touch(task, envelope)
+        state.folders[e.task_dir] = e.content_hash
+        current = state.revisions.get(e.task)
+        if current is None or current.content_hash != e.content_hash:
+            state.revisions[e.task] = Revision(e.task, e.task_dir, e.content_hash, dict(e.files))
+        else:  # the same revision seen again: its promotions stand
+            current.task_dir, current.files = e.task_dir, dict(e.files)
 
     def _invalid(self, state: LibraryState, envelope: Envelope[TaskInvalid]) -> None:
         e = envelope.event
@@ -133,9 +228,13 @@ class LibraryProjection:
         )
         state.tasks[e.task] = task
         self._touch(task, envelope)
+        state.folders[e.task_dir] = e.content_hash
 
     def _removed(self, state: LibraryState, envelope: Envelope[KernelRemoved]) -> None:
-        task = state.tasks.get(envelope.event.task)
+        e = envelope.event
+        state.folders[e.task_dir] = None
+        state.revisions.pop(e.task, None)
+        task = state.tasks.get(e.task)
         if task is not None:
             task.state = "removed"
             self._touch(task, envelope)
@@ -179,6 +278,7 @@ class LibraryProjection:
 
     def _promoted(self, state: LibraryState, envelope: Envelope[KernelPromoted]) -> None:
         e = envelope.event
+        self._stand(state, envelope)
         task = self._current(state, e.task, e.task_source_hash)
         if task is None:
             return
@@ -189,10 +289,43 @@ class LibraryProjection:
         platform.promoted_ms = e.latency_ms
         self._touch(task, envelope)
 
+    @staticmethod
+    def _stand(state: LibraryState, envelope: Envelope[KernelPromoted]) -> None:
+        """Keep the promotion with its revision if it is for the current one: a promotion
+        of an older revision, or of a removed task, is moot."""
+        e = envelope.event
+        revision = state.revisions.get(e.task)
+        if revision is None or revision.content_hash != e.task_source_hash:
+            return
+        revision.promotions[f"{e.backend}:{e.target}"] = Promotion(
+            task=e.task,
+            candidate_id=e.candidate_id,
+            kernel_hash=e.kernel_hash,
+            task_source_hash=e.task_source_hash,
+            backend=e.backend,
+            target=e.target,
+            latency_ms=e.latency_ms,
+            latency_kind=e.latency_kind,
+            baseline_latency_ms=e.baseline_latency_ms,
+            speedup=e.speedup,
+            position=envelope.position,
+            recorded_at=envelope.recorded_at.isoformat(),
+        )
+
+    @staticmethod
+    def _withdraw(state: LibraryState, name: str, platform: str, candidate_id: str) -> None:
+        """A demotion ends the promotion of that candidate there; any other stands."""
+        revision = state.revisions.get(name)
+        standing = revision.promotions.get(platform) if revision is not None else None
+        if revision is not None and standing is not None and standing.candidate_id == candidate_id:
+            del revision.promotions[platform]
+
     def _demoted(self, state: LibraryState, envelope: Envelope[KernelDemoted]) -> None:
         e = envelope.event
+        key = f"{e.backend}:{e.target}"
+        self._withdraw(state, e.task, key, e.candidate_id)
         task = state.tasks.get(e.task)
-        platform = task.platforms.get(f"{e.backend}:{e.target}") if task else None
+        platform = task.platforms.get(key) if task else None
         if task is None or platform is None or platform.promoted_candidate_id != e.candidate_id:
             return
         platform.promoted_candidate_id = None
