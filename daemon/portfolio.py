@@ -177,11 +177,15 @@ def choose(
     rest_s: float,
     agents: bool,
     weights: dict[str, float],
+    cooling: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """The tasks to start searches for now (at most `slots` minus the running ones)."""
+    """The tasks to start searches for now (at most `slots` minus the running ones). A task
+    `cooling` down after a crashed search is skipped, and takes no slot."""
     ranked: list[tuple[int, float, str]] = []
     for name, task in view.tasks.items():
-        if name in running or task.removed or task.invalid or task.revision is None:
+        if name in running or name in cooling:
+            continue
+        if task.removed or task.invalid or task.revision is None:
             continue
         if task.running_search is not None:
             ranked.append((0, 0.0, name))

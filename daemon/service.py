@@ -1,64 +1,74 @@
 """`accelopt daemon`: one process that watches a kernel directory and keeps optimizing.
 
-Threads: the watcher (hints, debounce, revisions), one worker per device (profiles from the
-job queue), one thread per running search (the agents), the clock (APScheduler: rescans,
+Parts: the watcher (hints, debounce, revisions), one worker per device (profiles from the job
+queue), one thread per running search (the agents), the clock (APScheduler: rescans,
 re-verification, snapshots, checkpoints), and the main loop, which alone talks to systemd
 (READY, STATUS, WATCHDOG, STOPPING), keeps the projections (library, memory, portfolio) caught
-up with the log, starts the searches the portfolio chooses and keeps the library folder in step
-with the library's promotions.
+up with the log, starts the searches the portfolio chooses, keeps the library folder in step
+with the library's promotions, and supervises the other parts (daemon.supervisor): a part that
+dies is restarted or the daemon stops with a non-zero exit, never left dead.
 
-SIGTERM or SIGINT drains: no new work; searches stop at their next step; running kernel
-processes get SIGTERM, then SIGKILL, and their jobs go back to the queue; the last events
-are written; exit 0. After a SIGKILL nothing needs repair: the next start resumes every
-search from the log and reruns only jobs that had not finished.
+`Daemon.open` builds every collaborator (the database lock first: one daemon per database,
+daemon.lock); `Daemon.run` runs until SIGTERM or SIGINT, which drain: no new work; searches
+stop at their next step; running kernel processes get SIGTERM, then SIGKILL, and their jobs go
+back to the queue; the last events are written; exit 0. After a SIGKILL nothing needs repair:
+the next start resumes every search from the log and reruns only jobs that had not finished.
+A database in trouble is waited out for a while (daemon.health), then the daemon stops with
+exit status 1 and a one-line reason.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
-import signal
+import sqlite3
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import structlog
 from apscheduler.schedulers.background import BackgroundScheduler
 from rich.live import Live
-from rich.table import Table
+from sqlalchemy.engine import Engine
 
 from agents.config import SearchConfig
 from agents.ledger import Ledger
 from agents.llm import LLMClient
 from agents.memory import MemoryProjection
 from agents.search import IDLE, Interrupted, Search
-from agents.search.ids import demotion_key, reverify_job_id
 from daemon.backends import open_for_command
+from daemon.health import StoreHealth
 from daemon.library import sync_library
+from daemon.lock import AnotherDaemon, DaemonLock
 from daemon.notify import Notifier
 from daemon.portfolio import PortfolioProjection, PortfolioView, choose
+from daemon.reverify import Reverifier
 from daemon.revisions import materialize
 from daemon.secrets import scrubber_for
 from daemon.settings import Settings
+from daemon.signals import stop_on_signals
+from daemon.status import status_line, status_table
+from daemon.supervisor import Supervisor
 from daemon.watcher import ObserverKind, TaskWatcher
-from daemon.workers import QueuedProfiler, Worker
-from events.catalog import (
-    DaemonStarted,
-    DaemonStopped,
-    KernelDemoted,
-    KernelSourceChanged,
-)
-from nkibench.backends import backend_info
+from daemon.workers import QueuedProfiler, Worker, WorkerPart
+from events.catalog import DaemonStarted, DaemonStopped, KernelSourceChanged
+from nkibench.backend import Backend
+from nkibench.backends import OpenedBackend, backend_info
 from nkibench.policy.provenance import package_version
-from nkibench.task.spec import TaskSpec
-from store.engine import make_engine
+from nkibench.sandbox.isolation import Isolation
+from store.engine import make_engine, sqlite_path
+from store.errors import StoreError
+from store.jobs.base import JobQueue
 from store.jobs.sql import SqlJobQueue
 from store.migrate import upgrade
-from store.projections.library import LibraryProjection, LibraryState
+from store.projections.library import LibraryProjection, LibraryState, Promotion
 from store.projections.runner import ProjectionRunner
 from store.recorder import Recorder
 from store.sql import SqlEventStore
@@ -66,6 +76,13 @@ from store.sql import SqlEventStore
 __all__ = ["Daemon", "DaemonOptions"]
 
 log = structlog.get_logger("accelopt.daemon")
+KEY_HINT = (
+    "ACCELOPT_LLM_API_KEY stays readable in /proc/<pid>/environ for the daemon's whole life: "
+    "put the key in a file named by ACCELOPT_LLM_API_KEY_FILE, or in the systemd credential "
+    "llm_api_key (LoadCredential=)"
+)
+CLOCK_HEARTBEAT_S = 5.0
+"""The clock proves it runs with a job this often; silent for ten of them, it is dead."""
 
 
 @dataclass
@@ -91,6 +108,10 @@ class DaemonOptions:
     status_s: float = 10.0
     unsafe_sandbox: bool = False
     """Run kernels without bubblewrap where it cannot run (said loudly) instead of refusing."""
+    store_patience_s: float = 300.0
+    """How long a failing database is waited out before the daemon stops (exit 1)."""
+    cooldown_s: float = 60.0
+    """How long a task whose search crashed waits before the next."""
 
 
 @dataclass
@@ -100,37 +121,128 @@ class _Running:
     revision: str
 
 
+class _ClockPart:
+    """The clock as a supervised part: alive while its heartbeat job keeps running."""
+
+    name = "clock"
+
+    def __init__(self, scheduler: BackgroundScheduler) -> None:
+        self.scheduler = scheduler
+        self.beat = time.monotonic()
+        scheduler.add_job(self._heartbeat, "interval", seconds=CLOCK_HEARTBEAT_S, id="heartbeat")
+
+    def _heartbeat(self) -> None:
+        self.beat = time.monotonic()
+
+    def alive(self) -> bool:
+        return time.monotonic() - self.beat < 10 * CLOCK_HEARTBEAT_S
+
+    def failure(self) -> BaseException | None:
+        return None
+
+    def restart(self) -> None:
+        raise AssertionError("the clock is not restarted: the daemon stops")
+
+
 class Daemon:
-    def __init__(self, settings: Settings, database_url: str, options: DaemonOptions) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        options: DaemonOptions,
+        *,
+        store: SqlEventStore,
+        recorder: Recorder,
+        queue: JobQueue,
+        llm: LLMClient | None,
+        opened: OpenedBackend,
+        isolation: Isolation,
+        lock: DaemonLock,
+    ) -> None:
+        """The daemon over collaborators already built (Daemon.open builds them)."""
         self.settings = settings
-        self.database_url = database_url
         self.options = options
+        self.store = store
+        self.queue = queue
+        self.llm = llm
+        self.opened = opened
+        self.isolation = isolation
+        self.lock = lock
         self.state_dir = settings.state_dir()
+        self.recorder = Recorder(store, correlation_id=f"daemon:{platform.node()}:{os.getpid()}")
         self.stopping = threading.Event()
         self.wake = threading.Event()
         self.notifier = Notifier()
+        self.health = StoreHealth(patience_s=options.store_patience_s)
+        self.supervisor = Supervisor(stopping=self.stopping, on_store_failure=self.health.failed)
         self.folding = threading.Lock()
         """Held while the projections fold, and by clock jobs while they read them: the main
         loop alone folds, so it reads them without."""
+        self._library = ProjectionRunner(store, LibraryProjection())
+        self._portfolio = ProjectionRunner(store, PortfolioProjection())
+        self.runners: list[ProjectionRunner[Any]] = [
+            self._library,
+            ProjectionRunner(store, MemoryProjection()),
+            self._portfolio,
+        ]
         self.synced: dict[str, int] = {}
         """Task → the log position of its library kernel, as the library folder was synced."""
         self.weights: dict[str, float] = {}
         self.running: dict[str, _Running] = {}
         self.failures: dict[str, float] = {}
-        """Task → when a search of it last crashed (it waits a minute before the next)."""
+        """Task → when a search of it last crashed (it waits `cooldown_s` before the next)."""
         self.position = 0
         self.reason = "stopped"
+        self.exit_code = 0
+        self.database_file = _file_identity(store.engine)
 
-    # --- wiring ------------------------------------------------------------------------
-
-    def _signals(self) -> None:
-        def stop(number: int, _frame: Any) -> None:
-            self.reason = signal.Signals(number).name
-            self.stopping.set()
-            self.wake.set()
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
+    @classmethod
+    def open(cls, settings: Settings, database_url: str, options: DaemonOptions) -> Daemon:
+        """Take the database (one daemon per database), migrate it, and build every part."""
+        lock = DaemonLock.acquire(database_url)
+        try:
+            engine = make_engine(database_url)
+            try:
+                upgrade(engine)
+            finally:
+                engine.dispose()
+            store = SqlEventStore.open(database_url, scrubber=scrubber_for(settings, database_url))
+            isolation = settings.isolation(allow_unsafe=options.unsafe_sandbox)
+            if not isolation.contained:
+                log.warning("NO OS SANDBOX: kernels run unconfined", sandbox=isolation.describe())
+            recorder = Recorder(store, correlation_id=f"daemon:{platform.node()}:{os.getpid()}")
+            queue = SqlJobQueue(store.engine)
+            requeued = queue.requeue_running()
+            if requeued:
+                log.info("jobs requeued after an unclean stop", jobs=requeued)
+            llm = None
+            if settings.agents_enabled:
+                if settings.llm.api_key[1] == "environment":
+                    log.warning("the LLM API key is in the environment", hint=KEY_HINT)
+                llm = LLMClient(
+                    settings.llm_config(),
+                    recorder,
+                    Ledger.from_store(store),
+                    settings.budget(),
+                )
+            else:
+                log.warning("agents idle", detail=IDLE)
+            opened = open_for_command(
+                options.backend, options.devices, options.target, store, isolation=isolation
+            )
+        except BaseException:
+            lock.release()
+            raise
+        return cls(
+            settings,
+            options,
+            store=store,
+            recorder=recorder,
+            queue=queue,
+            llm=llm,
+            opened=opened,
+            isolation=isolation,
+            lock=lock,
+        )
 
     # --- the main loop's duties ---------------------------------------------------------
 
@@ -141,6 +253,12 @@ class Daemon:
     @property
     def view(self) -> PortfolioView:
         return self._portfolio.state
+
+    def stop(self, reason: str, exit_code: int = 0) -> None:
+        if not self.stopping.is_set():
+            self.reason, self.exit_code = reason, exit_code
+        self.stopping.set()
+        self.wake.set()
 
     def _fold_new_events(self) -> bool:
         """Bring every projection to the log's head and stop searches of a revision that is
@@ -159,18 +277,21 @@ class Daemon:
         self.synced = promoted
         return changed
 
-    def _start_searches(self) -> None:
-        for name, running in list(self.running.items()):
-            if not running.thread.is_alive():
-                del self.running[name]
-        slots = self.options.max_searches or len(self.workers) + 1
-        now = datetime.now(UTC)
-        ready = {t for t, at in self.failures.items() if time.monotonic() - at < 60.0}
+    def _start_searches(self, ended: list[str]) -> None:
+        """Start what the portfolio chooses; `ended` are searches whose threads had ended
+        before the last fold (so their last events are in the view)."""
+        for name in ended:
+            del self.running[name]
+        now = time.monotonic()
+        cooling = frozenset(
+            t for t, at in self.failures.items() if now - at < self.options.cooldown_s
+        )
         for task in choose(
             self.view,
-            running=set(self.running) | ready,
-            slots=slots + len(ready & set(self.running)),
-            now=now,
+            running=set(self.running),
+            cooling=cooling,
+            slots=self.options.max_searches or len(self.opened.devices) + 1,
+            now=datetime.now(UTC),
             rest_s=self.options.rest_s,
             agents=self.llm is not None,
             weights=self.weights,
@@ -211,17 +332,20 @@ class Daemon:
                 )
             except Interrupted as e:
                 log.info("search stopped", detail=str(e))
-            except Exception:
+            except Exception as e:
                 self.failures[revision.task] = time.monotonic()
-                log.exception("search failed; it is retried in a minute")
+                log.exception("search failed; it is retried", in_s=self.options.cooldown_s)
+                self.health.report(e, f"the search of {revision.task}")
             finally:
                 self.wake.set()
 
-    def _profiler(self, stop: threading.Event, seeds: tuple[int, ...] | None = None) -> Any:
+    def _profiler(
+        self, stop: threading.Event, seeds: tuple[int, ...] | None = None
+    ) -> QueuedProfiler:
         return QueuedProfiler(
             self.queue,
-            backend_name=self.backend_name,
-            target=self.target,
+            backend_name=self.opened.name,
+            target=self.opened.target,
             shapes=self.options.shapes,
             priority=self._priority,
             should_stop=lambda: stop.is_set() or self.stopping.is_set(),
@@ -234,81 +358,24 @@ class Daemon:
         headroom = 1.0 - min((view.pct_of_peak or 0.0) if view else 0.0, 100.0) / 100.0
         return headroom * self.weights.get(task, 1.0)
 
-    def status_table(self) -> Table:
-        """The live view on a terminal: one row per task."""
-        table = Table(title=self.status(), title_justify="left", expand=False)
-        for column in ("task", "state", "baseline ms", "best speedup", "% of peak", "searches"):
-            table.add_column(column, justify="left" if column in ("task", "state") else "right")
-        for name, view in sorted(self.view.tasks.items()):
-            if view.removed:
-                continue
-            state = (
-                "invalid"
-                if view.invalid
-                else "searching"
-                if name in self.running
-                else view.last_reason or "waiting"
-            )
-            table.add_row(
-                name,
-                state,
-                f"{view.baseline_ms:.4g}" if view.baseline_ms else "-",
-                f"{view.last_speedup:.2f}x" if view.last_reason else "-",
-                f"{view.pct_of_peak:.1f}" if view.pct_of_peak is not None else "-",
-                str(view.searches),
-            )
-        return table
-
     def status(self) -> str:
-        tasks = [v for v in self.view.tasks.values() if not v.removed]
-        invalid = sum(1 for v in tasks if v.invalid)
-        jobs = self.queue.counts()
-        agents = "agents on" if self.llm is not None else "agents idle (no LLM endpoint)"
-        return (
-            f"{len(tasks)} tasks ({invalid} invalid), {len(self.running)} searching, "
-            f"jobs {jobs.get('pending', 0)} pending / {jobs.get('running', 0)} running, "
-            f"{agents}, log at {self.position}"
+        return status_line(
+            self.view,
+            searching=self.running,
+            jobs=dict(self.queue.counts()),
+            agents=self.llm is not None,
+            position=self.position,
+            isolation=self.isolation,
         )
 
     # --- the clock ---------------------------------------------------------------------
 
-    def _reverify(self) -> None:
-        """Profile every promoted kernel again on fresh inputs; demote what now fails."""
-        epoch = int(time.time() // max(self.options.reverify_s, 1))
-        seeds = tuple(epoch % 100_000 * 10 + i for i in range(REVERIFY_SEEDS))
+    def _promoted(self) -> list[tuple[Promotion, KernelSourceChanged]]:
         with self.folding:  # the promotions of the current revisions, as folded so far
-            promoted = [
-                (e, self.library.revisions[task].source_changed())
-                for task, e in self.library.promoted().items()
+            return [
+                (p, self.library.revisions[task].source_changed())
+                for task, p in self.library.promoted().items()
             ]
-        for e, revision in promoted:
-            if self.stopping.is_set():
-                return
-            task = e.task
-            spec: TaskSpec = materialize(self.store, revision, self.state_dir / "revisions")
-            job_id = reverify_job_id(task, e.candidate_id, epoch)
-            try:
-                result = self._profiler(threading.Event(), seeds).profile(
-                    spec, self.store.get_text(e.kernel_hash), job_id=job_id
-                )
-            except Interrupted:
-                return
-            if result.correct:
-                continue
-            self.recorder.record(
-                f"task:{task}",
-                KernelDemoted(
-                    task=task,
-                    candidate_id=e.candidate_id,
-                    backend=e.backend,
-                    target=e.target,
-                    reason=f"re-verification on seeds {list(seeds)}: {result.error_kind}: "
-                    f"{result.message}",
-                ),
-                key=demotion_key(job_id),
-            )
-            log.warning("promoted kernel demoted", task=task, candidate=e.candidate_id)
-            self.wake.set()
 
     def _snapshots(self) -> None:
         with self.folding:  # as of the main loop's last fold
@@ -320,117 +387,107 @@ class Daemon:
             with self.store.engine.connect() as connection:
                 connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def _clock(self) -> BackgroundScheduler:
+    def _clock(self, watcher: TaskWatcher) -> BackgroundScheduler:
         scheduler = BackgroundScheduler(
             timezone="UTC",
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 60},
         )
         o = self.options
-        for function, seconds in (
-            (self.watcher.rescan, o.rescan_s),
-            (self._reverify, o.reverify_s),
-            (self._snapshots, o.snapshot_s),
-            (self._checkpoint_wal, o.checkpoint_s),
+        reverify = Reverifier(
+            recorder=self.recorder,
+            promoted=self._promoted,
+            profiler=lambda seeds: self._profiler(threading.Event(), seeds),
+            revisions=self.state_dir / "revisions",
+            every_s=o.reverify_s,
+            stopping=self.stopping,
+            on_demotion=self.wake.set,
+        )
+        for name, function, seconds in (
+            ("rescan", watcher.rescan, o.rescan_s),
+            ("reverify", reverify, o.reverify_s),
+            ("snapshots", self._snapshots, o.snapshot_s),
+            ("checkpoint_wal", self._checkpoint_wal, o.checkpoint_s),
         ):
-            scheduler.add_job(function, "interval", seconds=seconds, id=function.__name__)
+            scheduler.add_job(
+                partial(self._clock_job, name, function), "interval", seconds=seconds, id=name
+            )
         return scheduler
+
+    def _clock_job(self, name: str, function: Callable[[], None]) -> None:
+        try:
+            function()
+        except StoreError as e:  # the database's trouble: the main loop waits it out
+            self.health.failed(e, f"the clock's {name}")
 
     # --- lifecycle ---------------------------------------------------------------------
 
-    def _open(self) -> None:
-        engine = make_engine(self.database_url)
-        try:
-            upgrade(engine)
-        finally:
-            engine.dispose()
-        self.store = SqlEventStore.open(
-            self.database_url, scrubber=scrubber_for(self.settings, self.database_url)
-        )
-        self.isolation = self.settings.isolation(allow_unsafe=self.options.unsafe_sandbox)
-        if not self.isolation.contained:
-            log.warning("NO OS SANDBOX: kernels run unconfined", sandbox=self.isolation.describe())
-        host = platform.node()
-        self.recorder = Recorder(self.store, correlation_id=f"daemon:{host}:{os.getpid()}")
-        self.queue = SqlJobQueue(self.store.engine)
-        requeued = self.queue.requeue_running()
-        if requeued:
-            log.info("jobs requeued after an unclean stop", jobs=requeued)
-        self.llm = None
-        if self.settings.agents_enabled:
-            if self.settings.llm.api_key[1] == "environment":
-                log.warning("the LLM API key is in the environment", hint=KEY_HINT)
-            self.llm = LLMClient(
-                self.settings.llm_config(),
-                self.recorder,
-                Ledger.from_store(self.store),
-                self.settings.budget(),
-            )
-        else:
-            log.warning("agents idle", detail=IDLE)
-        self._library = ProjectionRunner(self.store, LibraryProjection())
-        self._portfolio = ProjectionRunner(self.store, PortfolioProjection())
-        self.runners: list[ProjectionRunner[Any]] = [
-            self._library,
-            ProjectionRunner(self.store, MemoryProjection()),
-            self._portfolio,
-        ]
-        self._fold_new_events()
-
-    def run(self) -> int:
-        self._signals()
-        self._open()
-        opened = open_for_command(
-            self.options.backend,
-            self.options.devices,
-            self.options.target,
-            self.store,
-            isolation=self.isolation,
-        )
-        self.backend_name, self.target = opened.name, opened.target
+    def _worker(self, name: str, factory: Callable[[], Backend]) -> Worker:
         workdir = self.state_dir / "work"
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.workers = [
-            Worker(name, self.queue, factory, workdir=workdir, stop=self.stopping)
-            for name, factory in opened.devices
-        ]
+        return Worker(name, self.queue, factory, workdir=workdir, stop=self.stopping)
+
+    def _record_lifecycle(self, event: DaemonStarted | DaemonStopped, what: str) -> None:
         host = platform.node()
         self.recorder.record(
-            f"daemon:{host}",
+            f"daemon:{host}", event, key=f"{what}|{host}|{os.getpid()}|{time.time_ns()}"
+        )
+
+    def run(self) -> int:
+        """Serve until asked to stop; the exit status (0, or 1 when a part or the database
+        failed for good)."""
+        with stop_on_signals(self.stop):
+            try:
+                return self._serve()
+            finally:
+                self.lock.release()
+
+    def _serve(self) -> int:
+        (self.state_dir / "work").mkdir(parents=True, exist_ok=True)
+        self._fold_new_events()
+        self._record_lifecycle(
             DaemonStarted(
-                host=host,
+                host=platform.node(),
                 pid=os.getpid(),
                 version=package_version("accelopt"),
                 watch_dir=str(self.options.watch.resolve()),
-                backend=self.backend_name,
+                backend=self.opened.name,
             ),
-            key=f"started|{host}|{os.getpid()}|{time.time_ns()}",
+            "started",
         )
-        self.watcher = TaskWatcher(
+        watcher = TaskWatcher(
             self.options.watch,
             self.recorder,
             observer=self.options.observer,
             on_change=lambda _task: self.wake.set(),
-            dialects=backend_info(self.backend_name).dialects,
+            on_failure=self.health.report,
+            dialects=backend_info(self.opened.name).dialects,
             known=self.library.folders,
         )
-        self.watcher.start()
-        for worker in self.workers:
-            worker.start()
+        watcher.start()
+        self.supervisor.watch(watcher)
+        workers = [
+            WorkerPart(partial(self._worker, name, factory))
+            for name, factory in self.opened.devices
+        ]
+        for part in workers:
+            self.supervisor.watch(part)
         library = self.state_dir / "library"
         sync_library(self.library, library, self.store.get_text)
-        clock = self._clock()
+        clock = self._clock(watcher)
+        self.supervisor.watch(_ClockPart(clock), restartable=False)
         clock.start()
         self.notifier.ready(self.status())
         log.info(
             "ready",
             watch=str(self.options.watch),
-            observer=self.watcher.observer_name,
-            backend=self.backend_name,
-            target=self.target,
-            workers=len(self.workers),
+            observer=watcher.observer_name,
+            backend=self.opened.name,
+            target=self.opened.target,
+            workers=len(workers),
             database=self.store.describe(),
+            lock=self.lock.description,
+            sandbox=self.isolation.describe(),
         )
-        live = Live(self.status_table(), refresh_per_second=1) if sys.stdout.isatty() else None
+        live = Live(self._table(), refresh_per_second=1) if sys.stdout.isatty() else None
         if live is not None:
             live.start()
         last_status = 0.0
@@ -439,47 +496,113 @@ class Daemon:
             tick = min(tick, self.notifier.watchdog_interval_s)
         while not self.stopping.is_set():
             self.notifier.watchdog()
-            # idle: one cheap query per tick
-            if self.store.head() != self.position and self._fold_new_events():
-                sync_library(self.library, library, self.store.get_text)
-            self._start_searches()
-            if time.monotonic() - last_status >= self.options.status_s:
+            wait = tick
+            try:
+                self._tick(library)
+                self.health.recovered()
+            except StoreError as e:
+                wait = self.health.failed(e, "the main loop")
+            except AnotherDaemon as e:  # it took the database while ours was away
+                self.stop(e.message, exit_code=e.exit_code)
+            failed = self.supervisor.check() or self.health.exhausted()
+            if failed is not None:
+                log.error("stopping: a part failed for good", reason=failed)
+                self.stop(failed, exit_code=1)
+            elif time.monotonic() - last_status >= self.options.status_s:
                 last_status = time.monotonic()
-                self.notifier.status(self.status())
+                with contextlib.suppress(StoreError):
+                    self.notifier.status(self.status())
             if live is not None:
-                live.update(self.status_table())
-            self.wake.wait(tick)
+                live.update(self._table())
+            self.wake.wait(wait)
             self.wake.clear()
         if live is not None:
             live.stop()
-        self._drain(clock)
-        return 0
+        self._drain(clock, watcher, workers)
+        return self.exit_code
 
-    def _drain(self, clock: BackgroundScheduler) -> None:
+    def _tick(self, library: Path) -> None:
+        self._check_database_file()
+        self.lock.check()
+        ended = [name for name, r in self.running.items() if not r.thread.is_alive()]
+        # idle: one cheap query per tick
+        if self.store.head() != self.position and self._fold_new_events():
+            sync_library(self.library, library, self.store.get_text)
+        if self.health.failing:
+            self.store.probe_write()  # reads may work while writes do not (full, read-only)
+        self._start_searches(ended)
+
+    def _table(self) -> Any:
+        return status_table(self.view, title=self.status(), searching=self.running)
+
+    def _check_database_file(self) -> None:
+        """A SQLite file removed or replaced under the daemon: what it holds is saved back to
+        its path (the open connection still reads the removed file), and the daemon stops."""
+        if self.database_file is None or self.stopping.is_set():
+            return
+        path, identity = self.database_file
+        try:
+            stat = path.stat()
+            found = f"now device {stat.st_dev} inode {stat.st_ino}"
+            if (stat.st_dev, stat.st_ino) == identity:
+                return
+        except OSError as e:
+            found = str(e)
+        log.error("the database file is gone", path=str(path), opened=identity, found=found)
+        saved = _rescue(self.store.engine, path)
+        self.database_file = None
+        self.stop(
+            f"the database file {path} was removed or replaced while the daemon ran; "
+            + (f"the log was saved back to {saved}" if saved else "the log could not be saved"),
+            exit_code=1,
+        )
+
+    def _drain(
+        self, clock: BackgroundScheduler, watcher: TaskWatcher, workers: list[WorkerPart]
+    ) -> None:
         self.notifier.stopping(f"stopping ({self.reason}): draining")
         log.info("stopping", reason=self.reason)
-        self.watcher.stop()
+        watcher.stop()
         clock.shutdown(wait=False)
         deadline = time.monotonic() + 30.0
-        for thread in [r.thread for r in self.running.values()] + list(self.workers):
-            thread.join(timeout=max(0.1, deadline - time.monotonic()))
-        with self.folding:
-            for runner in self.runners:
-                runner.catch_up()
-        host = platform.node()
-        self.recorder.record(
-            f"daemon:{host}",
-            DaemonStopped(host=host, pid=os.getpid(), reason=self.reason),
-            key=f"stopped|{host}|{os.getpid()}|{time.time_ns()}",
-        )
+        for running in self.running.values():
+            running.thread.join(timeout=max(0.1, deadline - time.monotonic()))
+        for part in workers:
+            part.join(timeout=max(0.1, deadline - time.monotonic()))
+        try:
+            with self.folding:
+                for runner in self.runners:
+                    runner.catch_up()
+            self._record_lifecycle(
+                DaemonStopped(host=platform.node(), pid=os.getpid(), reason=self.reason),
+                "stopped",
+            )
+        except StoreError as e:
+            log.error("the last events could not be written", error=e.message)
         self.store.close()
-        log.info("stopped", reason=self.reason)
+        log.info("stopped", reason=self.reason, exit_code=self.exit_code)
 
 
-KEY_HINT = (
-    "ACCELOPT_LLM_API_KEY stays readable in /proc/<pid>/environ for the daemon's whole life: "
-    "put the key in a file named by ACCELOPT_LLM_API_KEY_FILE, or in the systemd credential "
-    "llm_api_key (LoadCredential=)"
-)
-REVERIFY_SEEDS = 5
-"""Fresh inputs per re-verification, as many as AccelOpt's correctness seeds."""
+def _file_identity(engine: Engine) -> tuple[Path, tuple[int, int]] | None:
+    path = sqlite_path(engine.url)
+    if path is None:
+        return None
+    stat = path.stat()
+    return path, (stat.st_dev, stat.st_ino)
+
+
+def _rescue(engine: Engine, path: Path) -> Path | None:
+    """Copy the log the engine still has open into `path` (or beside it if something new is
+    there), with SQLite's backup API; where it went, or None if it could not be saved."""
+    target = path if not path.exists() else path.with_name(f"{path.name}.rescued-{os.getpid()}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with engine.connect() as connection:
+            source = connection.connection.driver_connection
+            assert isinstance(source, sqlite3.Connection)
+            with contextlib.closing(sqlite3.connect(target)) as copy:
+                source.backup(copy)
+    except (OSError, sqlite3.Error, AssertionError) as e:
+        log.error("the removed database could not be saved", error=str(e))
+        return None
+    return target

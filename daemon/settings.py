@@ -206,6 +206,10 @@ class Settings(BaseSettings):
     """none: never bubblewrap, for a host where something else is the boundary (a container
     or VM per job); kernels then run behind the Python-level checks alone, said loudly."""
 
+    daemon_store_patience_s: float = Field(default=300.0, gt=0)
+    """How long the daemon waits out a failing database (locked, read-only, full, gone,
+    restarting), retrying with backoff, before it stops with exit status 1."""
+
     def isolation(self, *, allow_unsafe: bool = False) -> Isolation:
         """The OS sandbox kernels run in, as these settings (and --unsafe-sandbox) ask."""
         if self.sandbox == "none":

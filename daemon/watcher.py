@@ -35,6 +35,9 @@ from store.recorder import Recorder
 __all__ = ["ObserverKind", "TaskWatcher"]
 
 ObserverKind = Literal["auto", "inotify", "polling"]
+RETRY_S = 2.0
+"""A folder that could not be recorded (the database's trouble) is tried again this much
+later than its quiet period."""
 IGNORED_PREFIXES = (".", "#")
 IGNORED_SUFFIXES = ("~", ".swp", ".swx", ".tmp", ".part")
 log = structlog.get_logger("accelopt.watcher")
@@ -80,6 +83,7 @@ class TaskWatcher:
         observer: ObserverKind = "auto",
         debounce_s: float = 0.4,
         on_change: Callable[[str], None] | None = None,
+        on_failure: Callable[[Exception, str], None] | None = None,
         dialects: tuple[str, ...] = ("nki",),
         known: Mapping[str, str | None] | None = None,
     ) -> None:
@@ -90,6 +94,8 @@ class TaskWatcher:
         self.observer_kind = observer
         self.debounce_s = debounce_s
         self.on_change = on_change or (lambda _task: None)
+        self.on_failure = on_failure or (lambda _error, _where: None)
+        """Told of a folder that could not be recorded (the database's trouble, say)."""
         self.known: dict[str, str | None] = dict(known or {})
         """Folder path → the hash last recorded for it (None: recorded as removed); starts
         from `known`, the library projection's `folders`, and follows what this records."""
@@ -99,6 +105,7 @@ class TaskWatcher:
         self._hinted = threading.Event()
         self._observer: BaseObserver | None = None
         self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
         self.observer_name = "none"
 
     # --- one folder ---------------------------------------------------------------------
@@ -182,8 +189,11 @@ class TaskWatcher:
             for name in sorted(due):
                 try:
                     self.consider(name)
-                except Exception:
+                except Exception as e:
                     log.exception("recording a task folder failed", task=name)
+                    self.on_failure(e, f"the watcher, recording {name}")
+                    with self._lock:  # again soon, not only at the next rescan
+                        self._pending.setdefault(name, time.monotonic() + RETRY_S)
 
     def _start_observer(self) -> BaseObserver:
         handler = _Hints(self.hint, self.root)
@@ -211,13 +221,39 @@ class TaskWatcher:
         self.observer_name = "polling"
         return polling
 
+    def _debounce_guarded(self) -> None:
+        try:
+            self._debounce()
+        except BaseException as e:
+            self._failure = e
+            log.exception("the watcher's thread died")
+
     def start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         self._observer = self._start_observer()
         log.info("watching", folder=str(self.root), observer=self.observer_name)
         self.rescan()
-        self._thread = threading.Thread(target=self._debounce, name="watcher", daemon=True)
+        self._thread = threading.Thread(target=self._debounce_guarded, name="watcher", daemon=True)
         self._thread.start()
+
+    # --- as a supervised part of the daemon (daemon.supervisor) -------------------------
+
+    name = "watcher"
+
+    def alive(self) -> bool:
+        """Its debounce thread and the observer's both run."""
+        threads = (self._thread, self._observer)
+        return all(t is not None and t.is_alive() for t in threads)
+
+    def failure(self) -> BaseException | None:
+        return self._failure
+
+    def restart(self) -> None:
+        """Stop what is left of it and start afresh (a rescan heals what it missed)."""
+        self.stop()
+        self._stop = threading.Event()
+        self._failure = None
+        self.start()
 
     def stop(self) -> None:
         self._stop.set()

@@ -26,7 +26,7 @@ from nkibench.sandbox.process import Cancelled
 from nkibench.task.spec import TaskSpec, load_task
 from store.jobs.base import Job, JobCancelled, JobQueue
 
-__all__ = ["QueuedProfiler", "Worker"]
+__all__ = ["QueuedProfiler", "Worker", "WorkerPart"]
 
 log = structlog.get_logger("accelopt.worker")
 IDLE_WAIT_S = 5.0
@@ -101,6 +101,33 @@ class Worker(threading.Thread):
                 error_kind=result.error_kind,
             )
             return result.to_json()
+
+
+class WorkerPart:
+    """A device's worker as a part the daemon's supervisor watches: restarting it starts a new
+    worker thread on the same device."""
+
+    def __init__(self, make: Callable[[], Worker]) -> None:
+        self._make = make
+        self.worker = make()
+        self.name = self.worker.name
+        self.worker.start()
+
+    def alive(self) -> bool:
+        return self.worker.is_alive()
+
+    def failure(self) -> BaseException | None:
+        return self.worker.failure
+
+    def restart(self) -> None:
+        """A new worker on the device, after what the dead one left running is pending again
+        (a job whose release failed with the database would wait for ever otherwise)."""
+        self.worker.queue.requeue_running(worker=self.name)
+        self.worker = self._make()
+        self.worker.start()
+
+    def join(self, timeout: float) -> None:
+        self.worker.join(timeout)
 
 
 @dataclass

@@ -158,6 +158,10 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+PROBE_NAME = "accelopt:write-probe"
+"""A checkpoint row no projection has: the daemon writes it to learn whether writes work."""
+
+
 class SqlEventStore(EventStore):
     """The event store on a SQLite file or a PostgreSQL database at schema head."""
 
@@ -423,6 +427,18 @@ class SqlEventStore(EventStore):
                     f"projection {checkpoint.name!r} was saved by another runner meanwhile; "
                     "only one process may maintain a projection"
                 )
+
+    def probe_write(self) -> None:
+        """Write one small row, committed: reads can work while writes cannot (a full disk, a
+        read-only database), and only a write tells. StoreError if it fails."""
+        values = {"position": 0, "code_version": "probe", "state": {}, "updated_at": _utcnow()}
+        statement = (
+            self._insert()(projection_checkpoints)
+            .values(name=PROBE_NAME, **values)
+            .on_conflict_do_update(index_elements=["name"], set_=values)
+        )
+        with self._write("write probe") as connection:
+            connection.execute(statement)
 
     def save_snapshot(self, snapshot: Snapshot) -> None:
         statement = (

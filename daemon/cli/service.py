@@ -100,11 +100,12 @@ def daemon_command(
         rest_s=rest_h * 3600,
         reverify_s=reverify_hours * 3600,
         unsafe_sandbox=app.unsafe_sandbox,
+        store_patience_s=app.settings.daemon_store_patience_s,
     )
     url = app.database_url
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    ctx.exit(Daemon(app.settings, url, options).run())
+    ctx.exit(Daemon.open(app.settings, url, options).run())
 
 
 @click.command("export")

@@ -102,9 +102,9 @@ class JobQueue(ABC):
     # --- administration --------------------------------------------------------------------
 
     @abstractmethod
-    def requeue_running(self) -> int:
-        """Put every running job back to pending and return how many (at start: a dead
-        process's jobs)."""
+    def requeue_running(self, worker: str | None = None) -> int:
+        """Put every running job back to pending (or only `worker`'s: a dead worker's, before
+        another takes its place) and return how many (at start: a dead process's jobs)."""
 
     @abstractmethod
     def counts(self) -> dict[JobState, int]:

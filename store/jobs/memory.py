@@ -107,10 +107,14 @@ class MemoryJobQueue(ClaimingQueue):
 
     # --- administration --------------------------------------------------------------------
 
-    def requeue_running(self) -> int:
+    def requeue_running(self, worker: str | None = None) -> int:
         with self._changed:
             self._record("requeue_running")
-            running = [e for e in self._entries.values() if e.job.state == "running"]
+            running = [
+                e
+                for e in self._entries.values()
+                if e.job.state == "running" and worker in (None, e.job.worker)
+            ]
             for entry in running:
                 self._update(entry, state="pending", worker=None)
         self._wake()

@@ -142,11 +142,14 @@ class SqlJobQueue(ClaimingQueue):
 
     # --- administration --------------------------------------------------------------------
 
-    def requeue_running(self) -> int:
+    def requeue_running(self, worker: str | None = None) -> int:
+        which = [jobs.c.state == "running"]
+        if worker is not None:
+            which.append(jobs.c.worker == worker)
         with self._write("requeue the running jobs") as connection:
             requeued = connection.execute(
                 jobs.update()
-                .where(jobs.c.state == "running")
+                .where(*which)
                 .values(state="pending", worker=None, updated_at=self._clock())
                 .returning(jobs.c.job_id)
             ).all()

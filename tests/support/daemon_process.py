@@ -60,7 +60,7 @@ class DaemonProcess:
         self.home = root / "state"
         self.watch = root / "kernels"
         self.watch.mkdir(parents=True, exist_ok=True)
-        self.db = f"sqlite:///{self.home / 'accelopt.db'}"
+        self.db = (env or {}).get("ACCELOPT_DB", f"sqlite:///{self.home / 'accelopt.db'}")
         self.args = args
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("ACCELOPT_")},

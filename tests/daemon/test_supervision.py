@@ -1,0 +1,255 @@
+"""No daemon thread dies silently: a real daemon in this process (SQLite file, nkisim, the task
+folders of the NKI suite at small shapes), its parts broken on purpose.
+
+A worker whose profiling raises is restarted and its job runs again; a worker killed by the
+database while it finishes a job likewise; a dead watcher is noticed within one tick and
+restarted; a part that keeps dying stops the daemon with a non-zero exit; the clock and the
+main loop share the projections without a race; the signal handlers are the caller's again
+after a run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import structlog
+from structlog.testing import capture_logs
+
+import daemon.workers
+from daemon.service import Daemon, DaemonOptions
+from daemon.settings import Settings
+from events.catalog import ProfileRecorded, SearchFinished
+from events.codec import decode
+from nkibench.suites import NKI_SUITE
+from store.engine import make_engine
+from store.errors import StoreBusy
+from store.jobs.sql import SqlJobQueue
+
+T = TypeVar("T")
+TICK_S = 0.2
+
+
+def wait_for(condition: Callable[[], T], timeout: float, what: str) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out after {timeout:g} s waiting for {what}"
+        time.sleep(0.05)
+
+
+class Running:
+    """A daemon run in a thread of this process."""
+
+    def __init__(self, root: Path, **options: Any) -> None:
+        self.watch = root / "kernels"
+        self.watch.mkdir()
+        self.url = f"sqlite:///{root / 'state' / 'accelopt.db'}"
+        self.daemon = Daemon.open(
+            Settings.load(),
+            self.url,
+            DaemonOptions(watch=self.watch, shapes="small", tick_s=TICK_S, **options),
+        )
+        self.code: int | None = None
+        self.thread = threading.Thread(target=self._run, name="daemon-under-test")
+        self.thread.start()
+
+    def _run(self) -> None:
+        self.code = self.daemon.run()
+
+    def drop(self, name: str) -> None:
+        shutil.copytree(NKI_SUITE / name, self.watch / name)
+
+    def events(self, kind: type[Any], task: str) -> list[Any]:
+        store = self.daemon.store
+        found = [decode(s).event for s in store.read_all(types=[kind.type_name()])]
+        return [e for e in found if getattr(e, "task", None) == task]
+
+    def stop(self) -> int:
+        self.daemon.stop("the test is done")
+        self.thread.join(timeout=60)
+        assert not self.thread.is_alive(), "the daemon did not stop"
+        assert self.code is not None
+        return self.code
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    for name in ("ACCELOPT_DB", "ACCELOPT_LLM_BASE_URL", "ACCELOPT_PLANNER_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ACCELOPT_HOME", str(tmp_path / "state"))
+    yield tmp_path
+    structlog.reset_defaults()
+
+
+def running_jobs(url: str) -> int:
+    engine = make_engine(url)
+    try:
+        return SqlJobQueue(engine).counts().get("running", 0)
+    finally:
+        engine.dispose()
+
+
+def fail_once(
+    monkeypatch: pytest.MonkeyPatch, target: Any, name: str, error: Exception
+) -> list[int]:
+    """`target.name` raises `error` at its first call, then works; the calls are counted."""
+    original = getattr(target, name)
+    calls: list[int] = []
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise error
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(target, name, flaky)
+    return calls
+
+
+def test_a_worker_whose_profiling_raises_is_restarted_and_its_job_runs_again(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = fail_once(monkeypatch, daemon.workers, "profile_kernel", RuntimeError("injected"))
+    with capture_logs() as logs:
+        running = Running(home)
+        try:
+            running.drop("silu")
+            finished = wait_for(
+                lambda: running.events(SearchFinished, "silu"), 120, "the search to finish"
+            )
+            profiles = running.events(ProfileRecorded, "silu")
+        finally:
+            code = running.stop()
+    assert code == 0
+    assert finished[0].reason == "completed"
+    assert profiles[0].purpose == "baseline"
+    assert profiles[0].correct
+    assert len(calls) >= 2  # the failed attempt, then the job again
+    died = [e for e in logs if e["event"] == "thread died; it is restarted"]
+    assert [e["part"] for e in died] == ["cpu0"]
+    assert "RuntimeError: injected" in died[0]["error"]
+    assert any(e["event"] == "restarting" and e["part"] == "cpu0" for e in logs)
+    assert running_jobs(running.url) == 0
+
+
+def test_a_worker_killed_by_the_database_while_finishing_a_job_is_restarted(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """StoreBusy from the queue when the result is recorded (a lock held too long): the job
+    goes back to pending, a new worker runs it, the search finishes, no job stays running."""
+    busy = StoreBusy("accelopt.db: complete: another writer held the log too long (injected)")
+    fail_once(monkeypatch, SqlJobQueue, "_complete", busy)
+    with capture_logs() as logs:
+        running = Running(home)
+        try:
+            running.drop("silu")
+            wait_for(lambda: running.events(SearchFinished, "silu"), 120, "the search to finish")
+        finally:
+            code = running.stop()
+    assert code == 0
+    assert running_jobs(running.url) == 0
+    died = [e for e in logs if e["event"] == "thread died; it is restarted"]
+    assert [e["part"] for e in died] == ["cpu0"]
+    assert any(e["event"] == "database trouble; retrying" for e in logs)
+
+
+def test_a_dead_watcher_is_noticed_within_one_tick_and_restarted(home: Path) -> None:
+    with capture_logs() as logs:
+        running = Running(home)
+        try:
+            watcher = wait_for(
+                lambda: next(
+                    (p for p in running.daemon.supervisor.parts() if p.name == "watcher"), None
+                ),
+                30,
+                "the watcher to run",
+            )
+            died_at = time.monotonic()
+            watcher._failure = RuntimeError("injected")  # type: ignore[attr-defined]
+            watcher._stop.set()  # type: ignore[attr-defined]
+            watcher._hinted.set()  # type: ignore[attr-defined]
+            noticed = wait_for(
+                lambda: [e for e in logs if e["event"] == "thread died; it is restarted"],
+                5,
+                "the supervisor to notice",
+            )
+            noticed_after = time.monotonic() - died_at
+            wait_for(watcher.alive, 10, "the watcher to run again")
+            running.drop("silu")  # the new watcher records folders
+            wait_for(lambda: running.events(ProfileRecorded, "silu"), 60, "a baseline")
+        finally:
+            code = running.stop()
+    assert code == 0
+    assert noticed[0]["part"] == "watcher"
+    assert noticed_after < TICK_S + 0.5
+
+
+def test_a_part_that_keeps_dying_stops_the_daemon_with_a_non_zero_exit(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("the backend is broken for good")
+
+    monkeypatch.setattr(daemon.workers, "profile_kernel", broken)
+    running = Running(home)
+    running.daemon.supervisor.backoff_s = 0.01  # let it die six times quickly
+    running.drop("silu")
+    running.thread.join(timeout=120)
+    assert not running.thread.is_alive()
+    assert running.code == 1
+    assert "cpu0 thread died 6 times in a row" in running.daemon.reason
+    assert running_jobs(running.url) == 0
+
+
+def test_the_clock_and_the_main_loop_share_the_projections_without_a_race(home: Path) -> None:
+    """Snapshots every 0.3 s while tasks come in (with the old code the daemon crashed in 1
+    run of 4: 'projection ... saved by another runner')."""
+    with capture_logs() as logs:
+        running = Running(home, snapshot_s=0.3, checkpoint_s=0.5)
+        try:
+            for name in ("silu", "rmsnorm_matmul", "adamw"):
+                running.drop(name)
+            wait_for(
+                lambda: all(running.events(SearchFinished, t) for t in ("silu", "adamw")),
+                120,
+                "the searches to finish",
+            )
+            time.sleep(2.0)  # more snapshots while idle
+        finally:
+            code = running.stop()
+    assert code == 0
+    assert not [e for e in logs if e.get("log_level") in ("error", "critical")]
+
+
+def test_the_signal_handlers_are_the_callers_again_after_a_run(home: Path) -> None:
+    """Run in the main thread (only it handles signals): SIGTERM stops the daemon with exit 0,
+    and the handlers after the run are those before it."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    (home / "kernels").mkdir()
+    daemon = Daemon.open(
+        Settings.load(),
+        f"sqlite:///{home / 'state' / 'accelopt.db'}",
+        DaemonOptions(watch=home / "kernels", shapes="small", tick_s=TICK_S),
+    )
+    during: list[Any] = []
+
+    def terminate() -> None:
+        wait_for(lambda: daemon.position > 0, 30, "the daemon to run")  # DaemonStarted
+        during.append(signal.getsignal(signal.SIGTERM))
+        signal.raise_signal(signal.SIGTERM)
+
+    threading.Thread(target=terminate).start()
+    assert daemon.run() == 0
+    assert daemon.reason == "SIGTERM"
+    assert during
+    assert during[0] != before[signal.SIGTERM]
+    assert {s: signal.getsignal(s) for s in before} == before
