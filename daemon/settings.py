@@ -13,6 +13,7 @@ and with a warning, from ACCELOPT_LLM_API_KEY.
 
 from __future__ import annotations
 
+import re
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -40,8 +41,10 @@ class SettingsError(AccelOptError):
 
 
 def _invalid(error: ValidationError | SourceError, prefix: str) -> SettingsError:
-    if isinstance(error, SourceError):
-        return SettingsError(f"a malformed setting: {error}")
+    if isinstance(error, SourceError):  # a JSON-valued variable that is not JSON
+        field = re.search(r'field "(\w+)"', str(error))
+        name = f"{prefix}{field.group(1).upper()}" if field else "a setting"
+        return SettingsError(f"{name}: not valid JSON ({error.__cause__ or error})")
     problems = [
         f"{prefix}{str(e['loc'][0]).upper() if e['loc'] else '?'}: {e['msg']}"
         for e in error.errors()

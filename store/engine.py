@@ -18,7 +18,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from events.codec import storage_json
-from store.errors import StoreBusy, StoreError
+from store.errors import BadDatabaseUrl, StoreBusy, StoreError
 
 __all__ = [
     "WRITE_OPTION",
@@ -38,11 +38,16 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 def normalize_url(url: str | sa.URL) -> sa.URL:
     """Parse a database URL; `postgresql://` means psycopg 3, the driver we ship."""
-    parsed = sa.make_url(url)
+    try:
+        parsed = sa.make_url(url)
+    except sa.exc.ArgumentError:
+        raise BadDatabaseUrl(
+            f"{url!r} is not a database URL: use sqlite:///PATH or postgresql://USER@HOST/DB"
+        ) from None
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() not in ("sqlite", "postgresql"):
-        raise StoreError(
+        raise BadDatabaseUrl(
             f"unsupported database {parsed.get_backend_name()!r}: use sqlite:///PATH "
             "or postgresql://USER@HOST/DB"
         )

@@ -52,6 +52,19 @@ class DatabaseNotFound(StoreError):
     exit_code: ClassVar[int] = 3
 
 
+class DatabaseUnreachable(StoreError):
+    """The database cannot be reached at all (no server there, no such database, no
+    permission)."""
+
+    exit_code: ClassVar[int] = 3
+
+
+class BadDatabaseUrl(StoreError):
+    """A database URL that does not parse, or names a database accelopt does not speak."""
+
+    exit_code: ClassVar[int] = 2
+
+
 class NotAnAccelOptDatabase(StoreError):
     exit_code: ClassVar[int] = 3
 

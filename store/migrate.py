@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 from store.engine import WRITE_OPTION, sqlite_path
 from store.errors import (
     DatabaseNotFound,
+    DatabaseUnreachable,
     NotAnAccelOptDatabase,
     SchemaMismatch,
     StoreError,
@@ -57,7 +58,8 @@ def _translate(error: sa.exc.DBAPIError, url: sa.URL) -> StoreError:
     if "not a database" in text:
         return NotAnAccelOptDatabase(f"{describe(url)} is not an SQLite database ({text})")
     if isinstance(error, sa.exc.OperationalError):
-        return StoreError(f"cannot open the database {describe(url)}: {text.strip()}")
+        # the server or the file cannot be reached: the documented exit status 3
+        return DatabaseUnreachable(f"cannot open the database {describe(url)}: {text.strip()}")
     return StoreError(f"database {describe(url)}: {text.strip()}")
 
 

@@ -28,6 +28,9 @@ from store.projections.runner import replay
 
 __all__ = ["db", "events_command", "replay_command", "status_command"]
 
+POSITION_MAX = 2**63 - 1
+"""Positions are 64-bit integers in both databases."""
+
 
 # --- db ------------------------------------------------------------------------------------
 
@@ -61,9 +64,16 @@ def db_upgrade(ctx: click.Context, as_json: bool) -> None:
 
 
 @click.command("events")
-@click.option("--since", type=click.IntRange(min=0), default=0, help="Only events after N.")
+@click.option(
+    "--since",
+    type=click.IntRange(min=0, max=POSITION_MAX),
+    default=0,
+    help="Only events after position N.",
+)
 @click.option("--type", "types", multiple=True, metavar="TYPE", help="Only this type (repeat).")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N events.")
+@click.option(
+    "--limit", type=click.IntRange(min=1, max=POSITION_MAX), default=None, help="At most N events."
+)
 @click.option("--follow", is_flag=True, help="Keep printing new events as they are recorded.")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines.")
 @database_option

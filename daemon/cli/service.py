@@ -117,6 +117,8 @@ def daemon_command(
 @click.pass_context
 def export_command(ctx: click.Context, task: str, out: Path | None) -> None:
     """The task's promoted kernel with its provenance header (candidate, position, speedup)."""
+    if out is not None and not out.parent.is_dir():
+        raise click.BadParameter(f"{out.parent} is not a directory", param_hint="--out")
     store = app_context(ctx).open_store(ctx)
     library = replay(store, LibraryProjection(), use_checkpoint=True).state
     promoted = library.promoted().get(task)
@@ -127,6 +129,9 @@ def export_command(ctx: click.Context, task: str, out: Path | None) -> None:
         click.echo(text, nl=False)
     else:
         staging = out.with_name(f".{out.name}.tmp")
-        staging.write_text(text, encoding="utf-8")
-        os.replace(staging, out)
+        try:
+            staging.write_text(text, encoding="utf-8")
+            os.replace(staging, out)
+        except OSError as e:
+            raise click.FileError(str(out), hint=e.strerror or str(e)) from None
         click.echo(f"{task}: {promoted.candidate_id} written to {out}", err=True)

@@ -236,6 +236,9 @@ def _python_paths() -> list[str]:
     import nkibench  # noqa: PLC0415 (where this very package lives)
 
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(nkibench.__file__).parent)}
+    # the interpreter's own installation, as named and as resolved (a venv's python is a
+    # symlink into the base one, and its site-packages sit beside it)
+    paths.add(str(Path(sys.executable).parent.parent))
     paths.add(str(Path(sys.executable).resolve().parent.parent))
     paths.update(p for p in sys.path if p and Path(p).is_dir())
     return sorted(paths)

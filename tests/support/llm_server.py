@@ -40,6 +40,8 @@ class Reply:
     status: int = 200
     delay_s: float = 0.0
     finish_reason: str = "stop"
+    raw: bytes | None = None
+    """Sent as the body instead of a Chat Completion (a broken gateway's HTML page, say)."""
 
 
 def usage(request: Request, reply: Reply) -> tuple[int, int]:
@@ -73,7 +75,9 @@ class ScriptedLLM:
             counts = [usage(r, reply) for r, reply in self.served]
         return len(counts), sum(c[0] for c in counts), sum(c[1] for c in counts)
 
-    def handle(self, body: dict[str, Any], call_id: str) -> tuple[int, dict[str, Any], float]:
+    def handle(
+        self, body: dict[str, Any], call_id: str
+    ) -> tuple[int, dict[str, Any] | bytes, float]:
         request = Request(
             model=body["model"],
             messages=body["messages"],
@@ -84,6 +88,8 @@ class ScriptedLLM:
         with self.lock:
             self.requests.append(request)
         reply = self.script(request)
+        if reply.raw is not None:
+            return reply.status, reply.raw, reply.delay_s
         if reply.status != 200:
             error = {"error": {"message": f"scripted fault {reply.status}", "type": "server"}}
             return reply.status, error, reply.delay_s
@@ -125,7 +131,7 @@ def _handler(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
             status, payload, delay = llm.handle(body, self.headers.get("X-Accelopt-Call", ""))
             if delay:
                 time.sleep(delay)
-            data = json.dumps(payload).encode()
+            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

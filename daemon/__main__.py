@@ -1,0 +1,5 @@
+"""`python -m daemon ...`: accelopt from a source checkout that was never installed."""
+
+from daemon.cli import main
+
+main()
