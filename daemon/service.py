@@ -450,6 +450,7 @@ class Daemon:
                 version=package_version("accelopt"),
                 watch_dir=str(self.options.watch.resolve()),
                 backend=self.opened.name,
+                sandbox=self.isolation.describe(),
             ),
             "started",
         )

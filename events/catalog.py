@@ -320,11 +320,17 @@ class DeviceCeilingsMeasured(Event):
 
 
 class DaemonStarted(Event):
+    """A daemon started serving; `sandbox` says what its kernels run in (bubblewrap, or
+    UNSAFE and why), so that an unconfined daemon is visible in the log for good."""
+
+    schema_version: ClassVar[int] = 2
+
     host: str
     pid: int
     version: str
     watch_dir: str | None
     backend: str | None
+    sandbox: str
 
 
 class DaemonStopped(Event):

@@ -52,8 +52,14 @@ def _profile_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _daemon_started_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """v2 says what the kernels ran in; before, the Python checks were all there was."""
+    return {**data, "sandbox": "python checks only (recorded before the OS sandbox)"}
+
+
 SHIPPED_UPCASTERS = Upcasters(
     {
+        ("DaemonStarted", 1): _daemon_started_v1_to_v2,
         ("ExperienceSummarized", 1): _experience_v1_to_v2,
         ("ProfileRecorded", 1): _profile_v1_to_v2,
     }

@@ -11,6 +11,7 @@ import click
 from daemon.cli.context import app_context
 from daemon.cli.options import database_option, json_option
 from daemon.cli.render import (
+    daemon_line,
     emit_json,
     event_json,
     library_json,
@@ -205,12 +206,22 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
         else None
     )
     log = {"events": store.head(), "size_bytes": size, "database": store.describe()}
+    daemons = {host: asdict(d) for host, d in sorted(result.state.daemons.items())}
     if as_json:
-        emit_json({"log": log, "position": result.position, "tasks": library_json(result.state)})
+        emit_json(
+            {
+                "log": log,
+                "position": result.position,
+                "tasks": library_json(result.state),
+                "daemons": daemons,
+            }
+        )
         return
     print_table(library_table(result.state, title="accelopt library"))
     size_text = f", {size / 1e6:.1f} MB on disk" if size is not None else ""
     click.echo(f"log: {log['events']} events in {log['database']}{size_text}")
+    for host, daemon in daemons.items():
+        click.echo(daemon_line(host, daemon))
     click.echo("latencies: (m) measured on hardware, (e) estimated by a cost model")
 
 

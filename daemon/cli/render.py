@@ -18,6 +18,7 @@ from events.envelope import StoredEvent
 from store.projections.library import LibraryState, PlatformRecord
 
 __all__ = [
+    "daemon_line",
     "emit_json",
     "event_json",
     "library_json",
@@ -141,3 +142,17 @@ def parse_until(text: str) -> int | datetime:
         return int(text)
     moment = datetime.fromisoformat(text)
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def daemon_line(host: str, daemon: dict[str, Any]) -> str:
+    """One host's last daemon; a daemon without the OS sandbox is said so first."""
+    state = (
+        f"stopped at {daemon['stopped_at']} ({daemon['stop_reason']})"
+        if daemon["stopped_at"]
+        else "running (or killed)"
+    )
+    warning = "WARNING: NO OS SANDBOX: " if daemon["sandbox"].startswith("UNSAFE") else ""
+    return (
+        f"{warning}daemon on {host}: pid {daemon['pid']}, {daemon['backend']} backend, "
+        f"started {daemon['started_at']}, {state}; kernels in {daemon['sandbox']}"
+    )

@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from events.base import Event
 from events.catalog import (
+    DaemonStarted,
+    DaemonStopped,
     KernelDemoted,
     KernelPromoted,
     KernelRemoved,
@@ -129,6 +131,20 @@ class Revision:
 
 
 @dataclass(slots=True)
+class DaemonRecord:
+    """The last daemon started on a host, and whether it stopped (a SIGKILL leaves it
+    "running" until the next start)."""
+
+    pid: int
+    version: str
+    backend: str | None
+    sandbox: str
+    started_at: str
+    stopped_at: str | None = None
+    stop_reason: str | None = None
+
+
+@dataclass(slots=True)
 class LibraryState:
     tasks: dict[str, TaskRecord] = field(default_factory=dict)
     revisions: dict[str, Revision] = field(default_factory=dict)
@@ -136,6 +152,8 @@ class LibraryState:
     folders: dict[str, str | None] = field(default_factory=dict)
     """Task folder → the content hash last recorded for it, loadable or not (None: recorded
     as removed). The watcher starts from it, so a restart records only what changed."""
+    daemons: dict[str, DaemonRecord] = field(default_factory=dict)
+    """Host → its last daemon (status shows what its kernels run in)."""
 
     def promoted(self) -> dict[str, Promotion]:
         """Task → its library kernel: the newest promotion still standing for its current
@@ -154,9 +172,9 @@ class LibraryProjection:
     """Folds task-folder, profile and promotion events into the library."""
 
     name = "library"
-    version = "2-revisions"
-    """Bumped for current revisions, their promotions and folder hashes; not a bare "2",
-    which tests use to stand for "some other version"."""
+    version = "3-daemons"
+    """Bumped for current revisions, their promotions and folder hashes, then for the
+    daemons; never a bare number, which tests use to stand for "some other version"."""
 
     def __init__(self) -> None:
         self._handlers: dict[type[Event], Handler] = {
@@ -166,6 +184,8 @@ class LibraryProjection:
             ProfileRecorded: self._profiled,
             KernelPromoted: self._promoted,
             KernelDemoted: self._demoted,
+            DaemonStarted: self._daemon_started,
+            DaemonStopped: self._daemon_stopped,
         }
 
     def initial(self) -> LibraryState:
@@ -182,6 +202,7 @@ class LibraryProjection:
             "tasks": {name: asdict(task) for name, task in sorted(state.tasks.items())},
             "revisions": {name: asdict(rev) for name, rev in sorted(state.revisions.items())},
             "folders": dict(sorted(state.folders.items())),
+            "daemons": {host: asdict(d) for host, d in sorted(state.daemons.items())},
         }
 
     def load(self, data: dict[str, Any]) -> LibraryState:
@@ -195,7 +216,25 @@ class LibraryProjection:
             revisions[name] = Revision(
                 **{**raw, "files": dict(raw["files"]), "promotions": promotions}
             )
-        return LibraryState(tasks, revisions, dict(data["folders"]))
+        daemons = {host: DaemonRecord(**raw) for host, raw in data["daemons"].items()}
+        return LibraryState(tasks, revisions, dict(data["folders"]), daemons)
+
+    # --- the daemons ------------------------------------------------------------------------
+
+    @staticmethod
+    def _daemon_started(state: LibraryState, envelope: Envelope[DaemonStarted]) -> None:
+        e = envelope.event
+        state.daemons[e.host] = DaemonRecord(
+            e.pid, e.version, e.backend, e.sandbox, envelope.recorded_at.isoformat()
+        )
+
+    @staticmethod
+    def _daemon_stopped(state: LibraryState, envelope: Envelope[DaemonStopped]) -> None:
+        e = envelope.event
+        daemon = state.daemons.get(e.host)
+        if daemon is not None and daemon.pid == e.pid:
+            daemon.stopped_at = envelope.recorded_at.isoformat()
+            daemon.stop_reason = e.reason
 
     # --- handlers ----------------------------------------------------------------------------
 

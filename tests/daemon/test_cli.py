@@ -260,7 +260,7 @@ def test_databases_that_are_not_accelopt_get_a_clear_message(
         assert "Traceback" not in result.err
     assert garbage.read_bytes().startswith(b"\x00\x01not sqlite")
     unreachable = accelopt("--db", "postgresql://nobody@127.0.0.1:1/none", "status")
-    assert unreachable.code == 1
+    assert unreachable.code == 3  # "no such database": the documented status (once 1)
     assert "cannot open the database postgresql://nobody@127.0.0.1:1/none" in unreachable.err
 
 
