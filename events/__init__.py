@@ -12,6 +12,7 @@ from events.catalog import (
     CandidateRejected,
     DaemonStarted,
     DaemonStopped,
+    DeviceCeilingsMeasured,
     ExperienceSummarized,
     KernelDemoted,
     KernelPromoted,
@@ -20,6 +21,8 @@ from events.catalog import (
     LLMCallCompleted,
     PlanProposed,
     ProfileRecorded,
+    SearchFinished,
+    SearchStarted,
     TaskInvalid,
 )
 from events.codec import canonical_json, decode, encode
@@ -41,6 +44,7 @@ __all__ = [
     "CandidateRejected",
     "DaemonStarted",
     "DaemonStopped",
+    "DeviceCeilingsMeasured",
     "Envelope",
     "Event",
     "EventDecodeError",
@@ -56,6 +60,8 @@ __all__ = [
     "ProfileRecorded",
     "Projection",
     "SchemaVersionTooNew",
+    "SearchFinished",
+    "SearchStarted",
     "StoredEvent",
     "TaskInvalid",
     "UnknownEventType",

@@ -2,7 +2,8 @@
 
 Streams, by convention:
 - `task:<name>`      the user's task folder (source changes, removal, invalidity, promotions)
-- `search:<task>`    the optimization of a task (plans, candidates, beams, experiences)
+- `search:<id>`      one search of a task's revision (plans, candidates, beams, lessons);
+                     the id is `<task>@<revision hash[:12]>#<n>` (agents.search.ids)
 - `job:<id>`         one profiling job; its `ProfileRecorded` is keyed by the job id
 - `llm:<call id>`    one LLM call
 - `daemon:<host>`    daemon lifecycle

@@ -70,7 +70,9 @@ class SyntheticWorkload:
         out: list[Event] = []
         while len(out) < size:
             out.extend(self._step(task))
-        return f"search:{task.name}", [encode(e) for e in out[:size]]
+        # streams as the agents name them: search:<task>@<revision hash[:12]>#<n>
+        stream = f"search:{task.name}@{task.source_hash[:12]}#{task.revision}"
+        return stream, [encode(e) for e in out[:size]]
 
     def _step(self, task: _Task) -> list[Event]:
         r = self._random

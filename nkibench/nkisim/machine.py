@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from nkibench.cost.tables import GENERATIONS
 from nkibench.dtypes import as_dtype, is_float
 from nkibench.nkisim import ops
 from nkibench.nkisim.dtypes import promote, sentinel_bits
@@ -39,10 +40,10 @@ class TargetSpec:
 
 
 TARGETS = {
-    # SBUF 24 MiB = 128 x 192 KiB (trn1), 28 MiB = 128 x 224 KiB (trn2); PSUM 2 MiB = 128 x
-    # 8 banks x 2 KiB on both (Neuron arch guides, trainium_inferentia2_arch / trainium2_arch).
-    "trn1": TargetSpec("trn1", 192 * 1024),
-    "trn2": TargetSpec("trn2", 224 * 1024),
+    # SBUF per partition from the generation's sourced table; PSUM 2 MiB = 128 x 8 banks x
+    # 2 KiB on both (Neuron arch guides, trainium_inferentia2_arch / trainium2_arch).
+    name: TargetSpec(name, int(generation.sbuf_bytes_per_partition.value))
+    for name, generation in GENERATIONS.items()
 }
 
 

@@ -170,3 +170,10 @@ def test_decoding_anything_gives_an_event_or_a_typed_error(
         assert (outcome.type_name, outcome.position) == (type_name, 7)
     else:
         assert isinstance(outcome, EVENT_TYPES[type_name])
+
+
+def test_the_package_exports_every_event_type() -> None:
+    import events
+
+    exported = {name for name in events.__all__ if name in EVENT_TYPES}
+    assert exported == set(EVENT_TYPES)

@@ -25,6 +25,7 @@ from typing import Any
 from nkibench.backend import COMPARE_PHASE, REFERENCE_PHASE, Phase, Session
 from nkibench.backends.neuron.detect import NeuronHost, detect_neuron, target_of_instance
 from nkibench.backends.nkisim.backend import KERNEL_PHASE as NKISIM_KERNEL_PHASE
+from nkibench.cost.model import DEPENDENCY_BOUND
 from nkibench.errors import BackendUnavailable, PhaseFailure
 from nkibench.policy.provenance import package_version
 from nkibench.policy.roofline import PEAKS, Peaks
@@ -42,7 +43,6 @@ ENGINE_ACTIVITY = {
     "gpsimd": "gpsimd_engine_active_time_percent",
     "dma": "dma_active_time_percent",
 }
-DEPENDENCY_BOUND = 0.5
 
 
 def bound_by_activity(counters: dict[str, float]) -> str | None:
