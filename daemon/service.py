@@ -411,7 +411,8 @@ class Daemon:
             observer=self.options.observer,
             on_change=lambda _task: self.wake.set(),
             dialects=backend_info(self.backend_name).dialects,
-            known=self.library.folders,
+            library=self.library,  # hostile-input: each folder's last record, name owners
+            shapes=self.options.shapes,  # hostile-input: a task without it is invalid here
         )
         self.watcher.start()
         for worker in self.workers:
