@@ -37,6 +37,7 @@ from agents.llm import LLMClient
 from agents.memory import MemoryProjection
 from agents.search import IDLE, Interrupted, Search
 from agents.search.ids import demotion_key, reverify_job_id
+from daemon import startup
 from daemon.backends import open_for_command
 from daemon.library import sync_library
 from daemon.notify import Notifier
@@ -378,6 +379,7 @@ class Daemon:
 
     def run(self) -> int:
         self._signals()
+        startup.check_shapes(self.options.shapes, self.options.watch)  # hostile-input: exit 2
         self._open()
         opened = open_for_command(
             self.options.backend,
@@ -389,6 +391,7 @@ class Daemon:
         self.backend_name, self.target = opened.name, opened.target
         workdir = self.state_dir / "work"
         workdir.mkdir(parents=True, exist_ok=True)
+        self.work_lock = startup.sweep_work(workdir)  # hostile-input: killed jobs' folders
         self.workers = [
             Worker(name, self.queue, factory, workdir=workdir, stop=self.stopping)
             for name, factory in opened.devices
