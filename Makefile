@@ -9,6 +9,10 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "accelopt needs Python >= 3.11"'
+	@# Kernels run under bubblewrap (the OS sandbox): install it where we may (root with apt).
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		apt-get install -y -q bubblewrap >/dev/null; } || \
+		echo "accelopt: bubblewrap is missing; install it (apt install bubblewrap)" >&2
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

@@ -16,6 +16,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from nkibench.task.spec import name_problem
 from store.projections.library import LibraryState, Promotion
 
 __all__ = ["export_text", "sync_library"]
@@ -40,8 +41,9 @@ def sync_library(
 ) -> dict[str, Promotion]:
     """Make the folder match the library: write new promotions, drop what is no longer
     promoted. `text` reads a blob (`EventStore.get_text`): kernels are in the log's blobs,
-    not in the projection."""
-    current = state.promoted()
+    not in the projection. A task whose name is no folder name (`../..`, from a log written
+    before names were checked) is left out: the folder is the library's, nothing above it."""
+    current = {t: p for t, p in state.promoted().items() if name_problem(t) is None}
     library.mkdir(parents=True, exist_ok=True)
     for task, promotion in current.items():
         target = library / task / "kernel.py"

@@ -36,6 +36,8 @@ __all__ = ["PortfolioProjection", "PortfolioView", "TaskView", "choose"]
 class TaskView:
     task: str
     revision: str | None = None
+    task_dir: str | None = None
+    """The folder that holds the task's name (the library's rule: the first to claim it)."""
     removed: bool = False
     invalid: bool = False
     searches: int = 0
@@ -64,10 +66,12 @@ class PortfolioProjection:
     """Folds task revisions, searches and profiles into the portfolio view.
 
     A revision is any hash recorded for the folder, loadable or not: a new one starts a
-    fresh view (no searches yet), so an edited task is searched again first."""
+    fresh view (no searches yet), so an edited task is searched again first. A record of a
+    folder other than the one holding the task's name changes nothing (as in the library
+    projection): it would restart the task's searches for a revision never searched."""
 
     name = "portfolio"
-    version = "1"
+    version = "2-folder-claims"
 
     def __init__(self) -> None:
         self._handlers: dict[type[Event], Handler] = {
@@ -111,10 +115,24 @@ class PortfolioProjection:
     def _view(state: PortfolioView, name: str) -> TaskView:
         return state.tasks.setdefault(name, TaskView(name))
 
-    def _revision(self, state: PortfolioView, name: str, content_hash: str, invalid: bool) -> None:
+    @staticmethod
+    def _held_by_another(view: TaskView | None, task_dir: str) -> bool:
+        return (
+            view is not None
+            and not view.removed
+            and view.task_dir is not None
+            and view.task_dir != task_dir
+        )
+
+    def _revision(
+        self, state: PortfolioView, name: str, task_dir: str, content_hash: str, invalid: bool
+    ) -> None:
+        if self._held_by_another(state.tasks.get(name), task_dir):
+            return
         view = self._view(state, name)
         if view.revision != content_hash:
             state.tasks[name] = view = TaskView(name, revision=content_hash)
+        view.task_dir = task_dir
         view.removed = False
         view.invalid = invalid
 
@@ -122,14 +140,17 @@ class PortfolioProjection:
         self, state: PortfolioView, envelope: Envelope[KernelSourceChanged]
     ) -> None:
         e = envelope.event
-        self._revision(state, e.task, e.content_hash, invalid=False)
+        self._revision(state, e.task, e.task_dir, e.content_hash, invalid=False)
 
     def _invalid(self, state: PortfolioView, envelope: Envelope[TaskInvalid]) -> None:
         e = envelope.event
-        self._revision(state, e.task, e.content_hash, invalid=True)
+        self._revision(state, e.task, e.task_dir, e.content_hash, invalid=True)
 
     def _removed(self, state: PortfolioView, envelope: Envelope[KernelRemoved]) -> None:
-        self._view(state, envelope.event.task).removed = True
+        e = envelope.event
+        view = state.tasks.get(e.task)
+        if view is None or view.task_dir in (None, e.task_dir):
+            self._view(state, e.task).removed = True
 
     def _started(self, state: PortfolioView, envelope: Envelope[SearchStarted]) -> None:
         e = envelope.event

@@ -15,6 +15,7 @@ from agents.search.ids import demotion_key, reverify_job_id
 from agents.search.profiling import Profiler
 from daemon.revisions import materialize
 from events.catalog import KernelDemoted, KernelSourceChanged
+from nkibench.errors import TaskError
 from store.projections.library import Promotion
 from store.recorder import Recorder
 
@@ -62,6 +63,9 @@ class Reverifier:
                 )
             except Interrupted:
                 return
+            except TaskError as problem:  # not this daemon's to check (another --shapes)
+                log.info("not re-verified", task=task, reason=problem.message)
+                continue
             if result.correct:
                 continue
             self.recorder.record(

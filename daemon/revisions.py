@@ -1,73 +1,144 @@
 """Task revisions in the log, and on disk for the workers.
 
-A revision is recorded as `KernelSourceChanged` with its files as blobs, keyed by folder and
-hash so that the same revision is recorded once however often it is seen; an invalid one as
-`TaskInvalid` with the loader's message; a vanished folder as `KernelRemoved`. Workers never
-read the user's folder: they profile a copy of the exact revision, rebuilt from the blobs
-under the state directory, so a job stays pinned to the files it was made for.
+A revision is recorded as `KernelSourceChanged` with its files as blobs, an invalid one as
+`TaskInvalid` with the loader's message, a vanished folder as `KernelRemoved`. Each record's
+idempotency key names the folder, what it holds now and the folder's record before it (its
+hash or "removed", and its log position; "none" for a folder's first record): the same
+transition seen twice (a hint and a rescan, a restart after a crash) is recorded once, while a
+folder that goes back to content it held before (after an invalid save, a removal, or an
+option that made it invalid) is recorded again. The hash alone would refuse that return, and
+the previous hash alone would refuse the second return of a folder that goes back and forth.
+
+Workers never read the user's folder: they profile a copy of the exact revision, rebuilt from
+the blobs under the state directory, so a job stays pinned to the files it was made for.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
+from events.base import Event
 from events.catalog import KernelRemoved, KernelSourceChanged, TaskInvalid
 from nkibench.errors import TaskError
-from nkibench.task.spec import TASK_FILES, TaskSpec, folder_hash, load_task
+from nkibench.task.spec import (
+    TASK_FILES,
+    TaskSpec,
+    folder_hash,
+    load_task,
+    name_problem,
+    read_task_files,
+)
 from store.base import EventStore
+from store.projections.library import FolderRecord
 from store.recorder import Recorder
 
-__all__ = ["materialize", "record_invalid", "record_removed", "record_revision"]
+__all__ = [
+    "after",
+    "materialize",
+    "record_invalid",
+    "record_removed",
+    "record_revision",
+    "record_task",
+]
+
+CONTENT_HASH = re.compile(r"[0-9a-f]{64}")
 
 
-def record_revision(recorder: Recorder, task: TaskSpec) -> bool:
-    """Record the task's current revision; False if it was recorded before."""
-    files = {
-        name: (task.path / name).read_bytes() for name in TASK_FILES if (task.path / name).is_file()
-    }
+def after(previous: FolderRecord | None) -> str:
+    """The part of a folder's next key that names its record before: `<hash>@<position>`,
+    `removed@<position>`, or `none`."""
+    if previous is None:
+        return "none"
+    held = previous.content_hash if previous.kind != "removed" else "removed"
+    return f"{held}@{previous.position}"
+
+
+def _record(recorder: Recorder, name: str, event: Event, key: str) -> int:
+    return recorder.append(f"task:{name}", event, key).last_position
+
+
+def record_revision(
+    recorder: Recorder, task: TaskSpec, files: Mapping[str, bytes], *, previous: str
+) -> int:
+    """Record the task's revision from `files`, the bytes it was loaded from (never read
+    again: what was validated is what is recorded); its position in the log."""
     if folder_hash(files) != task.content_hash:
-        raise TaskError(f"{task.path}: the folder changed while it was being read; try again")
+        raise TaskError(f"{task.path}: the files are not those the task was loaded from")
     event = KernelSourceChanged(
         task=task.name,
         task_dir=str(task.path),
         content_hash=task.content_hash,
         files={name: recorder.store.put_blob(content) for name, content in sorted(files.items())},
     )
-    return recorder.record(
-        f"task:{task.name}", event, key=f"source|{task.path}|{task.content_hash}"
-    )
+    key = f"source|{task.path}|{task.content_hash}|after:{previous}"
+    return _record(recorder, task.name, event, key)
+
+
+def record_task(recorder: Recorder, task: TaskSpec, last: FolderRecord | None) -> bool:
+    """Record the revision of a folder loaded outside the watcher (`accelopt optimize`),
+    unless it is the folder's last record (`last`, from the library projection) already;
+    True if it was recorded."""
+    if last is not None and last.kind == "source" and last.content_hash == task.content_hash:
+        return False
+    files = read_task_files(task.path)
+    if folder_hash(files) != task.content_hash:
+        raise TaskError(f"{task.path}: the folder changed while it was being read; try again")
+    record_revision(recorder, task, files, previous=after(last))
+    return True
 
 
 def record_invalid(
-    recorder: Recorder, name: str, folder: str, content_hash: str, message: str
-) -> bool:
-    """Record that this revision of the folder does not load, and why."""
+    recorder: Recorder,
+    name: str,
+    folder: str,
+    content_hash: str,
+    message: str,
+    *,
+    previous: str,
+) -> int:
+    """Record that this revision of the folder does not load, or is not this daemon's to
+    run, and why; its position in the log."""
     file = next((f for f in TASK_FILES if f in message), None)
     event = TaskInvalid(
         task=name, task_dir=folder, content_hash=content_hash, file=file, message=message
     )
-    return recorder.record(f"task:{name}", event, key=f"invalid|{folder}|{content_hash}")
+    key = f"invalid|{folder}|{content_hash}|after:{previous}"
+    return _record(recorder, name, event, key)
 
 
-def record_removed(recorder: Recorder, name: str, folder: str, last_hash: str) -> bool:
+def record_removed(recorder: Recorder, name: str, folder: str, *, previous: str) -> int:
+    """Record that the folder no longer holds task `name` (it is gone, or took another
+    name); its position in the log."""
     event = KernelRemoved(task=name, task_dir=folder)
-    return recorder.record(f"task:{name}", event, key=f"removed|{folder}|{last_hash}")
+    return _record(recorder, name, event, f"removed|{folder}|after:{previous}")
 
 
 def materialize(store: EventStore, revision: KernelSourceChanged, root: Path) -> TaskSpec:
-    """The task as recorded, in `root/<hash>/<task>` (written once, atomically)."""
+    """The task as recorded, in `root/<hash>/<task>` (written once, atomically).
+
+    The name and hash become path components, so both are checked first: a log written
+    before task names were validated may hold a name like `../..`."""
+    problem = name_problem(revision.task)
+    if problem is not None:
+        raise TaskError(f"the recorded task {revision.task!r} cannot be rebuilt: {problem}")
+    if not CONTENT_HASH.fullmatch(revision.content_hash):
+        raise TaskError(f"{revision.task}: {revision.content_hash!r} is not a content hash")
     folder = root / revision.content_hash / revision.task
     if not folder.is_dir():
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder.parent))
         try:
             for name, blob in revision.files.items():
+                if name not in TASK_FILES:
+                    raise TaskError(f"{revision.task}: {name!r} is not a task file")
                 (staging / name).write_bytes(store.get_blob(blob))
             os.replace(staging, folder)
-        except OSError:
+        except (OSError, TaskError):
             shutil.rmtree(staging, ignore_errors=True)
             if not folder.is_dir():
                 raise

@@ -43,6 +43,7 @@ from agents.ledger import Ledger
 from agents.llm import LLMClient
 from agents.memory import MemoryProjection
 from agents.search import IDLE, Interrupted, Search
+from daemon import startup
 from daemon.backends import open_for_command
 from daemon.health import StoreHealth
 from daemon.library import sync_library
@@ -197,7 +198,9 @@ class Daemon:
 
     @classmethod
     def open(cls, settings: Settings, database_url: str, options: DaemonOptions) -> Daemon:
-        """Take the database (one daemon per database), migrate it, and build every part."""
+        """Take the database (one daemon per database), migrate it, and build every part. A
+        --shapes value no task has is refused first, before anything is recorded."""
+        startup.check_shapes(options.shapes, options.watch)
         lock = DaemonLock.acquire(database_url)
         try:
             engine = make_engine(database_url)
@@ -441,7 +444,9 @@ class Daemon:
                 self.lock.release()
 
     def _serve(self) -> int:
-        (self.state_dir / "work").mkdir(parents=True, exist_ok=True)
+        work = self.state_dir / "work"
+        work.mkdir(parents=True, exist_ok=True)
+        self.work_lock = startup.sweep_work(work)  # killed jobs' folders (SIGKILL leaks them)
         self._fold_new_events()
         self._record_lifecycle(
             DaemonStarted(
@@ -461,7 +466,8 @@ class Daemon:
             on_change=lambda _task: self.wake.set(),
             on_failure=self.health.report,
             dialects=backend_info(self.opened.name).dialects,
-            known=self.library.folders,
+            library=self.library,  # each folder's last record, and who holds each name
+            shapes=self.options.shapes,  # a task without the daemon's shape set is invalid here
         )
         watcher.start()
         self.supervisor.watch(watcher)

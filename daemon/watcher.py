@@ -2,23 +2,36 @@
 
 watchdog's events are hints only. A hint names the task folder it happened in (the first
 path component under the watched directory); after a quiet period the folder's task files are
-hashed, and a revision is recorded only when the hash differs from the last one recorded for
-that folder: `KernelSourceChanged` if the folder loads, `TaskInvalid` with the loader's
-message if not, `KernelRemoved` when it is gone. In-place saves and editors' atomic saves
-(write a temporary file, rename it over the target) both change the hash; a save that changes
-nothing records nothing. A periodic full rescan heals lost events (inotify drops them silently
-when its queue overflows). Where inotify is unavailable or out of watches, polling observes.
+read (bounded, and only from inside the watched directory: nkibench.task.spec.read_task_files)
+and hashed, and a revision is recorded only when it differs from the folder's last record:
+`KernelSourceChanged` if the folder loads, `TaskInvalid` with the loader's message if not,
+`KernelRemoved` when it is gone. In-place saves and editors' atomic saves (write a temporary
+file, rename it over the target) both change the hash; a save that changes nothing records
+nothing. A periodic full rescan heals lost events (inotify drops them silently when its queue
+overflows). Where inotify is unavailable or out of watches, polling observes.
 
-What was recorded before the watcher started is the library projection's `folders` (the
-daemon passes it in), so a restart records only what changed while it was down.
+The watched directory is untrusted: one folder's problem is that folder's record (or, where
+nothing can be recorded, a log line) and never stops the others. A task's name belongs to the
+folder that claimed it first (in name order within one scan) until that folder is removed or
+takes another name; a newcomer claiming it is recorded invalid, and tried again when the name
+is freed. A folder is also invalid for this daemon if the daemon cannot run it (another kernel
+language, or no shape set named by `--shapes`); as that depends on the daemon's options, every
+folder is evaluated again when the watcher starts, and a folder's record changes only when the
+evaluation does.
+
+What was recorded before the watcher started is the library projection (each folder's last
+record and which folder holds which name; the daemon passes it in), so a restart records only
+what changed while it was down, or what its options change.
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
+import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -27,12 +40,20 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
-from daemon.revisions import record_invalid, record_removed, record_revision
+from daemon.revisions import after, record_invalid, record_removed, record_revision
 from nkibench.errors import TaskError
-from nkibench.task.spec import TASK_FILES, folder_hash, load_task
+from nkibench.task.spec import (
+    FULL,
+    TOML_FILE,
+    TaskSpec,
+    folder_hash,
+    load_task,
+    read_task_files,
+)
+from store.projections.library import FolderRecord, LibraryState
 from store.recorder import Recorder
 
-__all__ = ["ObserverKind", "TaskWatcher"]
+__all__ = ["ObserverKind", "TaskWatcher", "printable"]
 
 ObserverKind = Literal["auto", "inotify", "polling"]
 RETRY_S = 2.0
@@ -43,15 +64,16 @@ IGNORED_SUFFIXES = ("~", ".swp", ".swx", ".tmp", ".part")
 log = structlog.get_logger("accelopt.watcher")
 
 
-def folder_files(folder: Path) -> dict[str, bytes]:
-    """The task files of a folder as they are now (missing ones absent)."""
-    files = {}
-    for name in TASK_FILES:
-        try:
-            files[name] = (folder / name).read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            continue
-    return files
+def printable(text: str) -> str:
+    """A file name as a log or an event can hold it: bytes that are not UTF-8 (which Python
+    keeps as lone surrogates) written as `\\xff`."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def problem_hash(message: str) -> str:
+    """The revision of a folder whose files cannot be taken (too large, unreadable, a symlink
+    out): the problem itself, so that the same problem is recorded once and a new one again."""
+    return hashlib.sha256(b"unreadable\0" + message.encode("utf-8")).hexdigest()
 
 
 class _Hints(FileSystemEventHandler):
@@ -63,9 +85,9 @@ class _Hints(FileSystemEventHandler):
         if event.event_type in ("opened", "closed_no_write"):
             return
         for raw in (getattr(event, "dest_path", ""), event.src_path):
-            path = Path(raw if isinstance(raw, str) else raw.decode())
             if not raw:
                 continue
+            path = Path(os.fsdecode(raw))
             try:
                 relative = path.relative_to(self.root)
             except ValueError:
@@ -85,22 +107,36 @@ class TaskWatcher:
         on_change: Callable[[str], None] | None = None,
         on_failure: Callable[[Exception, str], None] | None = None,
         dialects: tuple[str, ...] = ("nki",),
-        known: Mapping[str, str | None] | None = None,
+        library: LibraryState | None = None,
+        shapes: str = FULL,
     ) -> None:
         self.root = root.resolve()
         self.dialects = dialects
         """The kernel languages this daemon's backend runs; other tasks are not its to use."""
+        self.shapes = shapes
+        """The shape set this daemon profiles (`--shapes`): a task without it is not its to
+        use either."""
         self.recorder = recorder
         self.observer_kind = observer
         self.debounce_s = debounce_s
         self.on_change = on_change or (lambda _task: None)
         self.on_failure = on_failure or (lambda _error, _where: None)
         """Told of a folder that could not be recorded (the database's trouble, say)."""
-        self.known: dict[str, str | None] = dict(known or {})
-        """Folder path → the hash last recorded for it (None: recorded as removed); starts
-        from `known`, the library projection's `folders`, and follows what this records."""
+        state = library or LibraryState()
+        self.records: dict[str, FolderRecord] = dict(state.folder_records)
+        """Folder path → its last record; starts from the library projection's and follows
+        what this watcher records."""
+        self.owners: dict[str, str] = state.owners()
+        """Task name → the folder path that holds it."""
+        self._refused: dict[str, set[str]] = {}
+        """Task name → folders refused because another folder holds it: tried again when it
+        is freed."""
+        self._warned: dict[str, str] = {}
+        """Folder path → the problem last logged for a folder nothing can be recorded for."""
         self._pending: dict[str, float] = {}
         self._lock = threading.Lock()
+        self._considering = threading.RLock()
+        """One folder at a time: the debounce thread and the clock's rescan both consider."""
         self._stop = threading.Event()
         self._hinted = threading.Event()
         self._observer: BaseObserver | None = None
@@ -114,50 +150,168 @@ class TaskWatcher:
     def _ignored(name: str) -> bool:
         return name.startswith(IGNORED_PREFIXES) or name.endswith(IGNORED_SUFFIXES)
 
-    def consider(self, name: str) -> None:
-        """Record the folder's revision if it changed (or its removal)."""
+    def consider(self, name: str, *, recheck: bool = False) -> None:
+        """Record the folder's revision if it changed (or its removal); `recheck`: evaluate
+        it even if its files did not change (the daemon's options may have)."""
+        with self._considering:
+            self._consider(name, recheck)
+
+    def _consider(self, name: str, recheck: bool) -> None:
         folder = self.root / name
         key = str(folder)
-        if not folder.is_dir():
-            if self.known.get(key) is not None:
-                record_removed(self.recorder, name, key, self.known[key] or "")
-                self.known[key] = None
-                log.info("task removed", task=name, folder=key)
-                self.on_change(name)
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            self._unrecordable(key, "", "the folder's name is not UTF-8: rename it")
             return
-        files = folder_files(folder)
+        last = self.records.get(key)
+        held = last is not None and last.kind != "removed"
+        try:
+            files = read_task_files(folder, root=self.root)
+        except (FileNotFoundError, NotADirectoryError):
+            if last is not None and held:
+                self._remove(last.task, key)
+            return
+        except TaskError as e:
+            message = printable(e.message)  # a symlink's target may be any bytes
+            self._invalid(name, key, problem_hash(message), message)
+            return
         content_hash = folder_hash(files)
-        if self.known.get(key) == content_hash:
+        same = held and last is not None and last.content_hash == content_hash
+        if same and not recheck:
             return
         try:
-            task = load_task(folder)
-            if task.dialect not in self.dialects:
-                raise TaskError(
-                    f"{folder / 'task.toml'}: backend: a {task.dialect} task, and this daemon "
-                    f"runs {', '.join(self.dialects)} kernels (start one with --backend "
-                    f"{task.default_backend} for it)"
-                )
+            task = load_task(folder, root=self.root, files=files)
         except TaskError as e:
-            record_invalid(self.recorder, name, key, content_hash, e.message)
-            log.warning("task invalid", task=name, folder=key, problem=e.message)
-        else:
-            if task.content_hash != content_hash:
-                return  # changed while read: the next hint or rescan records it
-            record_revision(self.recorder, task)
-            log.info("task revision", task=task.name, folder=key, hash=content_hash[:12])
-        self.known[key] = content_hash
-        self.on_change(name)
+            self._invalid(name, key, content_hash, printable(e.message))
+            return
+        owner = self.owners.get(task.name)
+        if owner is not None and owner != key:
+            self._refused.setdefault(task.name, set()).add(name)
+            message = (
+                f"{folder / TOML_FILE}: name: {task.name!r} is the task of the folder {owner}, "
+                "which claimed it first; give this folder's task another name"
+            )
+            self._invalid(name, key, content_hash, message)
+            return
+        if held and last is not None and last.task != task.name:
+            self._remove(last.task, key)  # renamed: the old name is free again
+        try:
+            self._check_runnable(task)
+        except TaskError as e:
+            self._invalid(name, key, content_hash, e.message, task=task.name)
+            return
+        last = self.records.get(key)
+        if last is not None and last.kind == "source" and last.content_hash == content_hash:
+            return
+        position = record_revision(self.recorder, task, files, previous=after(last))
+        self._remember(key, FolderRecord(task.name, "source", content_hash, position))
+        log.info("task revision", task=task.name, folder=key, hash=content_hash[:12])
+        self.on_change(task.name)
 
-    def rescan(self) -> None:
-        """Compare every folder with what was recorded (heals lost or overflowed events)."""
-        present = {p.name for p in self.root.iterdir() if p.is_dir() and not self._ignored(p.name)}
+    def _check_runnable(self, task: TaskSpec) -> None:
+        """Raise TaskError if this daemon cannot run the task (its options, not the folder)."""
+        if task.dialect not in self.dialects:
+            raise TaskError(
+                f"{task.path / TOML_FILE}: backend: a {task.dialect} task, and this daemon "
+                f"runs {', '.join(self.dialects)} kernels (start one with --backend "
+                f"{task.default_backend} for it)"
+            )
+        if self.shapes != FULL and self.shapes not in task.shape_sets:
+            raise TaskError(
+                f"{task.path / TOML_FILE}: shapes: no shape set {self.shapes!r}, which this "
+                f"daemon profiles (--shapes {self.shapes}); the task has "
+                f"{', '.join(task.shape_names)}: add [shapes.{self.shapes}] to it, or restart "
+                "the daemon with one of those"
+            )
+
+    def _record_name(self, name: str, key: str, task: str | None) -> str | None:
+        """The name a folder's invalid record goes under: the name it holds (or loaded
+        with), else the folder's own name if no other folder holds it; None if neither."""
+        last = self.records.get(key)
+        for candidate in (task, last.task if last and last.kind != "removed" else None, name):
+            if candidate is not None and self.owners.get(candidate, key) == key:
+                return candidate
+        return None
+
+    def _invalid(
+        self, name: str, key: str, content_hash: str, message: str, *, task: str | None = None
+    ) -> None:
+        last = self.records.get(key)
+        if (
+            last is not None
+            and last.kind == "invalid"
+            and (last.content_hash, last.problem) == (content_hash, message)
+        ):
+            return
+        record_name = self._record_name(name, key, task)
+        if record_name is None:
+            self._unrecordable(key, content_hash, message)
+            return
+        if last is not None and last.kind != "removed" and last.task != record_name:
+            self._remove(last.task, key)
+            last = self.records.get(key)
+        position = record_invalid(
+            self.recorder, record_name, key, content_hash, message, previous=after(last)
+        )
+        self._remember(key, FolderRecord(record_name, "invalid", content_hash, position, message))
+        log.warning("task invalid", task=record_name, folder=key, problem=message)
+        self.on_change(record_name)
+
+    def _remove(self, task: str, key: str) -> None:
+        frees = self.owners.get(task) == key
+        position = record_removed(self.recorder, task, key, previous=after(self.records.get(key)))
+        self._remember(key, FolderRecord(task, "removed", None, position))
+        log.info("task removed", task=task, folder=key)
+        self.on_change(task)
+        if frees:  # the folders refused for the name, in name order: the first takes it
+            for waiting in sorted(self._refused.pop(task, ())):
+                self._consider(waiting, recheck=True)
+
+    def _remember(self, key: str, record: FolderRecord) -> None:
+        """Follow the library projection's rule: a record under a free name claims it, a
+        removal by its holder frees it."""
+        if record.kind != "removed":
+            self.owners.setdefault(record.task, key)
+        elif self.owners.get(record.task) == key:
+            del self.owners[record.task]
+        self.records[key] = record
+
+    def _unrecordable(self, key: str, content_hash: str, message: str) -> None:
+        """A folder nothing can be recorded for (a name that is not UTF-8, or no name to
+        record it under): one log line per problem, then silence."""
+        if self._warned.get(key) == content_hash + message:
+            return
+        self._warned[key] = content_hash + message
+        log.warning("task folder left alone", folder=printable(key), problem=printable(message))
+
+    def rescan(self, *, recheck: bool = False) -> None:
+        """Compare every folder with what was recorded (heals lost or overflowed events);
+        `recheck`: evaluate every folder again (at start: the options may have changed)."""
+        try:
+            entries = list(os.scandir(self.root))
+        except OSError as e:
+            log.error("the watched directory cannot be read", folder=str(self.root), error=str(e))
+            return
+        present = set()
+        for entry in entries:
+            if self._ignored(entry.name):
+                continue
+            try:
+                if entry.is_symlink() or entry.is_dir(follow_symlinks=False):
+                    present.add(entry.name)
+            except OSError:
+                continue
         gone = {
             Path(k).name
-            for k, h in self.known.items()
-            if h is not None and Path(k).parent == self.root
+            for k, r in self.records.items()
+            if r.kind != "removed" and Path(k).parent == self.root
         } - present
         for name in sorted(present | gone):
-            self.consider(name)
+            try:
+                self.consider(name, recheck=recheck)
+            except Exception:  # one folder's failure is logged; the others are still seen
+                log.exception("recording a task folder failed", folder=printable(name))
 
     # --- hints and the debounce thread --------------------------------------------------
 
@@ -190,8 +344,8 @@ class TaskWatcher:
                 try:
                     self.consider(name)
                 except Exception as e:
-                    log.exception("recording a task folder failed", task=name)
-                    self.on_failure(e, f"the watcher, recording {name}")
+                    log.exception("recording a task folder failed", folder=printable(name))
+                    self.on_failure(e, f"the watcher, recording {printable(name)}")
                     with self._lock:  # again soon, not only at the next rescan
                         self._pending.setdefault(name, time.monotonic() + RETRY_S)
 
@@ -232,7 +386,7 @@ class TaskWatcher:
         self.root.mkdir(parents=True, exist_ok=True)
         self._observer = self._start_observer()
         log.info("watching", folder=str(self.root), observer=self.observer_name)
-        self.rescan()
+        self.rescan(recheck=True)
         self._thread = threading.Thread(target=self._debounce_guarded, name="watcher", daemon=True)
         self._thread.start()
 

@@ -143,6 +143,10 @@ class QueuedProfiler:
     seeds: tuple[int, ...] | None = None
 
     def profile(self, task: TaskSpec, source: str, *, job_id: str) -> KernelResult:
+        """Raises TaskError, submitting nothing, for a task without the daemon's shape set:
+        its job's `task` failure would be recorded for good (a baseline that fails, a
+        promoted kernel demoted), while the task only waits for another `--shapes`."""
+        task.overrides(self.shapes)
         self.queue.submit(
             job_id,
             task=task.name,

@@ -88,7 +88,9 @@ class KernelSourceChanged(Event):
 
 
 class TaskInvalid(Event):
-    """A task folder changed but does not load; retried when it changes again."""
+    """A task folder changed but does not load, or is not this daemon's to run (another
+    kernel language, no shape set `--shapes` names, a name another folder holds); retried
+    when it changes again, and at every start of the daemon."""
 
     task: str
     task_dir: str

@@ -105,17 +105,24 @@ def _death(name: str, phase: Phase, outcome: ChildOutcome, limits: Limits) -> tu
         "backend": f"the backend's {name} phase",
     }[phase.runs]
     kind = DEATH_KIND[phase.runs]
+    # a limit the task's own code reaches is the task's failure, whatever the limit
+    limit_kind: ErrorKind = "task" if phase.runs == "task" else "resource"
     if outcome.timed_out:
         return ("timeout" if phase.runs == "kernel" else kind), (
             f"{who} ran past the {limits.timeout_s:g} s limit and was killed with its process group"
+        )
+    if outcome.flooded:
+        return limit_kind, (
+            f"{who} wrote more than {limits.output_mb} MiB to stdout or stderr and was killed "
+            "with its process group"
         )
     number = outcome.signal
     tail = outcome.stderr_tail.strip().splitlines()[-3:]
     detail = f": {' | '.join(tail)}" if tail else ""
     if number == signal.SIGXFSZ:
-        return "resource", f"{who} wrote more than {limits.file_size_mb} MB (file size limit)"
+        return limit_kind, f"{who} wrote more than {limits.file_size_mb} MB (file size limit)"
     if number in (signal.SIGKILL, signal.SIGXCPU):
-        return "resource", f"{who} was killed ({outcome.describe_signal()}): memory or CPU limit"
+        return limit_kind, (f"{who} was killed ({outcome.describe_signal()}): memory or CPU limit")
     if number:
         return kind, f"{who} crashed with {outcome.describe_signal()}{detail}"
     return kind, f"{who} exited with status {outcome.returncode} and no result{detail}"

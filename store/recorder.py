@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from events.base import Event
 from events.codec import decode, encode
-from store.base import EventStore
+from store.base import AppendResult, EventStore
 
 __all__ = ["Recorder", "code_version"]
 
@@ -40,10 +40,14 @@ class Recorder:
 
     def record(self, stream_id: str, event: Event, key: str) -> bool:
         """Append `event` unless an event with this key was recorded; True if it is new."""
-        result = self.store.append(
+        return not self.append(stream_id, event, key).duplicate
+
+    def append(self, stream_id: str, event: Event, key: str) -> AppendResult:
+        """`record`, telling where the event is (or, for a key recorded before, where the
+        first one was): for records that the next one must name (daemon/revisions.py)."""
+        return self.store.append(
             stream_id, [encode(event, metadata=self.metadata, idempotency_key=key)]
         )
-        return not result.duplicate
 
     def events(self, stream_id: str) -> list[Event]:
         return [decode(stored).event for stored in self.store.read_stream(stream_id)]

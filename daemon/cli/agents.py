@@ -24,8 +24,9 @@ from daemon.cli.options import (
 )
 from daemon.cli.render import emit_json, print_table
 from daemon.profiling import LocalProfiler
-from daemon.revisions import record_revision
+from daemon.revisions import record_task
 from nkibench.task.spec import load_task
+from store.projections.library import LibraryProjection
 from store.projections.runner import replay
 from store.recorder import Recorder
 
@@ -64,7 +65,8 @@ def optimize_command(
     store = open_migrated_store(ctx)
     opened = open_for_command(name, [device], target, store, isolation=app.isolation())
     recorder = Recorder(store)
-    record_revision(recorder, task)
+    library = replay(store, LibraryProjection(), use_checkpoint=True).state
+    record_task(recorder, task, library.folder_records.get(str(task.path)))
     llm = LLMClient(llm_config, recorder, Ledger.from_store(store), settings.budget())
     profiler = LocalProfiler(opened.devices[0][1], name, target=opened.target, shapes=shapes)
     say = (lambda message: click.echo(message, err=True)) if not as_json else None

@@ -6,7 +6,9 @@ environment but what is listed here), a fresh working directory, resource limits
 itself before reading its request (address space, CPU seconds, file size, open files, no core
 dumps), a lifeline to the parent (nkibench.sandbox.lifeline: it ends itself when the parent
 dies, however it dies), and its own process group, which is killed as a whole when the
-wall-clock timeout passes.
+wall-clock timeout passes, or when its stdout and stderr grow past their limit (only their
+tails are ever read, and the file-size limit, sized for the phases' data files, would let a
+loop of prints fill gigabytes of the daemon's disk first).
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ class Limits:
     startup_s: float = 0.0
     """The backend's fixed cost of starting a kernel (compiling it), on top of what the task's
     own measured cost allows a kernel child (nkibench.harness.kernel_limits)."""
+    output_mb: int = 16
+    """What the child may write to stdout and to stderr, each, before its group is killed
+    (checked every CANCEL_POLL_S, so a fast writer overshoots by what it writes in that time)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,8 @@ class ChildOutcome:
     duration_s: float
     stdout_tail: str
     stderr_tail: str
+    flooded: bool = False
+    """Killed for writing more than its output limit to stdout or stderr."""
 
     @property
     def signal(self) -> int | None:
@@ -116,28 +123,37 @@ class Cancelled(Exception):
     """A child stopped because its parent is shutting down; its work is to be redone."""
 
 
-CANCEL_POLL_S = 0.2
+CANCEL_POLL_S = 0.05
+"""How often a waiting parent looks at the cancel flag and the child's output sizes: a fast
+writer (about 1.5 GB/s here) overshoots its output limit by what it writes in this time."""
 TERMINATE_GRACE_S = 3.0
 
 
 def _wait(
-    process: subprocess.Popen[bytes], deadline: float, cancel: threading.Event | None
-) -> tuple[bool, bool]:
-    """(timed out, cancelled): wait for the child until the deadline or a cancel."""
+    process: subprocess.Popen[bytes],
+    deadline: float,
+    cancel: threading.Event | None,
+    streams: Sequence[int],
+    output_bytes: int,
+) -> tuple[bool, bool, bool]:
+    """(timed out, cancelled, flooded): wait for the child until the deadline, a cancel, or
+    one of its output `streams` (file descriptors) growing past `output_bytes`."""
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return True, False
+            return True, False, False
         try:
-            process.wait(timeout=min(left, CANCEL_POLL_S) if cancel is not None else left)
-            return False, False
+            process.wait(timeout=min(left, CANCEL_POLL_S))
+            return False, False, False
         except subprocess.TimeoutExpired:
+            if any(os.fstat(fd).st_size > output_bytes for fd in streams):
+                return False, False, True  # the caller kills the group
             if cancel is not None and cancel.is_set():
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGTERM)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     process.wait(timeout=TERMINATE_GRACE_S)
-                return False, True
+                return False, True, False
 
 
 def _tail(path: Path) -> str:
@@ -207,7 +223,7 @@ def run_child(
             )
             os.close(lifeline)
             lifeline = -1
-            timed_out = cancelled = False
+            timed_out = cancelled = flooded = False
             try:
                 assert process.stdin is not None
                 try:
@@ -215,7 +231,13 @@ def run_child(
                     process.stdin.close()
                 except BrokenPipeError:
                     pass  # the child died at start; its outcome says why
-                timed_out, cancelled = _wait(process, started + limits.timeout_s, cancel)
+                timed_out, cancelled, flooded = _wait(
+                    process,
+                    started + limits.timeout_s,
+                    cancel,
+                    (stdout.fileno(), stderr.fileno()),
+                    limits.output_mb * 1024 * 1024,
+                )
             finally:
                 # The group goes in every case: a kernel's stray children die with it.
                 with contextlib.suppress(ProcessLookupError):
@@ -233,4 +255,5 @@ def run_child(
         duration_s=time.monotonic() - started,
         stdout_tail=_tail(stdout_path),
         stderr_tail=_tail(stderr_path),
+        flooded=flooded,
     )

@@ -17,13 +17,30 @@ the roofline's counts):
 
 Loading never runs the task's code: it parses it. Everything wrong is reported as a
 TaskError naming the file and the problem.
+
+A task folder is untrusted input to a process that runs for weeks, so reading it is bounded
+before anything is parsed: each file has a size limit (FILE_LIMITS: 256 KiB for kernel.py and
+reference.py, 64 KiB for task.toml; parsing Python costs about 450 bytes of memory per byte of
+source, and the largest suite file is under 6 KiB), checked on the open file before it is read;
+only regular files are read (a FIFO would block the reader for ever); and, given the watched
+directory as `root`, a task file or folder that resolves outside it (a symlink out, or a
+symlink loop) is refused, so that no outside file's content is ever copied into the log. A
+task's name becomes a path component of the daemon's state (`revisions/<hash>/<task>`,
+`library/<task>`), so it must be a plain identifier (TASK_NAME), and the numbers in [limits]
+must be finite and sane (MAX_TIMEOUT_S, MAX_MEMORY_MB): a worker held for ever by one task is
+a worker lost to all the others.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import errno
 import hashlib
 import math
+import os
+import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -37,12 +54,18 @@ from nkibench.task.safe_eval import Number, UnsafeExpression, evaluate, module_c
 
 __all__ = [
     "DEFAULT_SEEDS",
+    "FILE_LIMITS",
     "FULL",
+    "MAX_MEMORY_MB",
+    "MAX_TIMEOUT_S",
     "TASK_FILES",
+    "TASK_NAME",
     "TaskSpec",
     "folder_hash",
     "load_task",
+    "name_problem",
     "parse_source",
+    "read_task_files",
 ]
 
 KERNEL_FILE, REFERENCE_FILE, TOML_FILE = "kernel.py", "reference.py", "task.toml"
@@ -61,6 +84,27 @@ TRITON_SEEDS = (0, 21, 42)
 ROOFLINE_KEYS = ("vec_flops", "mm_flops", "bytes")
 MATMUL_DTYPES = ("float32", "bfloat16", "float16")
 """The precision whose TensorE peak the roofline uses (AccelOpt's tasks are all float32)."""
+FILE_LIMITS = {KERNEL_FILE: 256 * 1024, REFERENCE_FILE: 256 * 1024, TOML_FILE: 64 * 1024}
+"""Bytes a task file may hold: 40x the largest suite file, and about 120 MB of parser memory
+at most (a 5 MB kernel.py took 2.26 GB and 35 s to parse inside the daemon)."""
+TASK_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
+"""A task name (fullmatch): ASCII letters, digits, `_`, `-` and `.`, not leading (no `..`,
+no hidden file), at most 64 characters. It names folders of the daemon's state."""
+MAX_TIMEOUT_S = 6 * 3600.0
+"""The longest [limits] timeout_s: a full-shape profile takes minutes; six hours is a typo or
+an attempt to hold a worker for ever."""
+MAX_MEMORY_MB = 1024 * 1024
+"""The largest [limits] memory_mb (1 TiB of address space, half the largest Trainium host)."""
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot be a task's name, or None if it can."""
+    if TASK_NAME.fullmatch(name):
+        return None
+    return (
+        f"{name!r} is not a task name: use at most 64 ASCII letters, digits, `_`, `-` and `.` "
+        "(not leading)"
+    )
 
 
 @dataclass(frozen=True)
@@ -134,6 +178,110 @@ def folder_hash(files: Mapping[str, bytes]) -> str:
         digest.update(name.encode() + b"\0" + len(files[name]).to_bytes(8, "big"))
         digest.update(files[name])
     return digest.hexdigest()
+
+
+def _size(count: int) -> str:
+    value, unit = (count / 1024**2, "MiB") if count >= 1024**2 else (count / 1024, "KiB")
+    return f"{value:.1f}".removesuffix(".0") + f" {unit}"
+
+
+def _inside(path: str, root: Path) -> bool:
+    return path == str(root) or path.startswith(str(root) + os.sep)
+
+
+def _link_text(path: Path) -> str:
+    with contextlib.suppress(OSError):
+        return os.readlink(path)
+    return "?"
+
+
+def _check_folder(folder: Path, root: Path) -> None:
+    """Refuse a task folder that is a symlink leading out of `root`, or nowhere."""
+    if not folder.is_symlink():
+        return
+    target = _link_text(folder)
+    try:
+        real = folder.resolve(strict=True)
+    except FileNotFoundError:
+        raise TaskError(f"{folder}: a symlink to {target}, which does not exist") from None
+    except (OSError, RuntimeError):  # RuntimeError: Python 3.11's symlink loop
+        raise TaskError(f"{folder}: a symlink loop ({folder} -> {target})") from None
+    if not _inside(str(real), root):
+        raise TaskError(f"{folder}: a symlink to {real}, outside the watched directory {root}")
+
+
+def _read_file(path: Path, limit: int, root: Path | None) -> bytes | None:
+    """The file's bytes (None: no such file), read through one descriptor that was checked
+    first: where it really is, that it is a regular file, and its size."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise TaskError(
+                f"{path}: a symlink to {_link_text(path)}, which does not exist"
+            ) from None
+        return None
+    except PermissionError:
+        where = path if os.access(path.parent, os.X_OK) else path.parent  # chmod 000 folder
+        raise TaskError(f"{where}: permission denied (the daemon cannot read it)") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise TaskError(f"{path}: a symlink loop ({path} -> {_link_text(path)})") from None
+        raise TaskError(f"{path}: cannot be read: {e.strerror}") from None
+    try:
+        if root is not None:
+            try:
+                real = os.readlink(f"/proc/self/fd/{fd}")  # the file opened, not a path
+            except OSError:
+                real = os.path.realpath(path)
+            if not _inside(real, root):
+                raise TaskError(
+                    f"{path}: a symlink to {real}, outside the watched directory {root}"
+                )
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise TaskError(f"{path}: not a regular file")
+        if status.st_size > limit:
+            raise TaskError(
+                f"{path}: {_size(status.st_size)} ({status.st_size} bytes), over the "
+                f"{_size(limit)} limit of {path.name}"
+            )
+        chunks: list[bytes] = []
+        left = limit + 1
+        while left > 0:
+            try:
+                chunk = os.read(fd, min(left, 1 << 16))
+            except OSError as e:
+                raise TaskError(f"{path}: cannot be read: {e.strerror}") from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        if left <= 0:
+            raise TaskError(f"{path}: grew over the {_size(limit)} limit of {path.name}")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_task_files(folder: Path, *, root: Path | None = None) -> dict[str, bytes]:
+    """The task files of a folder as they are now (missing ones absent), each within its size
+    limit; with `root` (the watched directory), only what lies inside it. Raises TaskError
+    for a file that cannot be taken, FileNotFoundError or NotADirectoryError if the folder is
+    not there."""
+    if root is not None:
+        root = root.resolve()
+        _check_folder(folder, root)
+    if not folder.is_dir():
+        if folder.exists() or folder.is_symlink():
+            raise NotADirectoryError(str(folder))
+        raise FileNotFoundError(str(folder))
+    files = {}
+    for name in TASK_FILES:
+        content = _read_file(folder / name, FILE_LIMITS[name], root)
+        if content is not None:
+            files[name] = content
+    return files
 
 
 def parse_source(path: Path, raw: bytes) -> tuple[str, ast.Module]:
@@ -236,6 +384,10 @@ class _TomlReader:
                 if not isinstance(self.data[key], str):
                     raise self.fail(key, "must be a string")
                 self.out[key] = self.data[key]
+        if "name" in self.out:
+            problem = name_problem(self.out["name"])
+            if problem is not None:
+                raise self.fail("name", problem)
         backend = self.out.get("backend", "nkisim")
         if backend not in BACKENDS:
             raise self.fail("backend", f"must be one of {', '.join(BACKENDS)}")
@@ -245,8 +397,8 @@ class _TomlReader:
             self._triton_defaults()
         if "weight" in self.data:
             self.out["weight"] = self.number("weight", self.data["weight"])
-            if not self.out["weight"] > 0:
-                raise self.fail("weight", "must be > 0")
+            if not (math.isfinite(self.out["weight"]) and self.out["weight"] > 0):
+                raise self.fail("weight", "must be a finite number > 0")
         self._correctness()
         self._shapes()
         self._roofline()
@@ -326,14 +478,28 @@ class _TomlReader:
         if "timeout_s" in limits:
             timeout = limits["timeout_s"]
             table = timeout if isinstance(timeout, dict) else {FULL: timeout, "*": timeout}
-            seconds = {k: self.number(f"limits.timeout_s.{k}", v) for k, v in table.items()}
-            if not all(v > 0 for v in seconds.values()):
-                raise self.fail("limits.timeout_s", "must be > 0")
+            seconds = {}
+            for shapes, value in table.items():
+                where = "limits.timeout_s" + ("" if timeout is value else f".{shapes}")
+                number = self.number(where, value)
+                if not (math.isfinite(number) and 0 < number <= MAX_TIMEOUT_S):
+                    raise self.fail(
+                        where,
+                        f"must be a finite number of seconds > 0 and ≤ {MAX_TIMEOUT_S:g} "
+                        f"(6 hours), not {value!r}",
+                    )
+                seconds[shapes] = number
             self.out["timeout_s"] = {**DEFAULT_TIMEOUT_S, **seconds}
         if "memory_mb" in limits:
             memory = limits["memory_mb"]
-            if isinstance(memory, bool) or not isinstance(memory, int) or memory < 256:
-                raise self.fail("limits.memory_mb", "must be an integer ≥ 256")
+            if (
+                isinstance(memory, bool)
+                or not isinstance(memory, int)
+                or not 256 <= memory <= MAX_MEMORY_MB
+            ):
+                raise self.fail(
+                    "limits.memory_mb", f"must be an integer ≥ 256 and ≤ {MAX_MEMORY_MB} (1 TiB)"
+                )
             self.out["memory_mb"] = memory
         if "strict_capacity" in limits:
             if not isinstance(limits["strict_capacity"], bool):
@@ -348,9 +514,9 @@ class _TomlReader:
         self.out["tunables"] = tunables
 
 
-def _read_toml(path: Path, constants: dict[str, Number]) -> dict[str, Any]:
+def _read_toml(path: Path, raw: bytes, constants: dict[str, Number]) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise TaskError(f"{path}: not UTF-8") from None
     except tomllib.TOMLDecodeError as e:
@@ -358,28 +524,43 @@ def _read_toml(path: Path, constants: dict[str, Number]) -> dict[str, Any]:
     return _TomlReader(path, data, constants).read()
 
 
-def load_task(path: Path | str) -> TaskSpec:
-    """Load and validate a task folder (parsing only: none of its code runs)."""
-    folder = Path(path).resolve()
-    if not folder.is_dir():
-        raise TaskError(f"{folder}: not a directory")
-    files: dict[str, bytes] = {}
-    for file_name in TASK_FILES:
-        file = folder / file_name
-        if file.is_file():
-            files[file_name] = file.read_bytes()
-        elif file_name != TOML_FILE:
+def load_task(
+    path: Path | str, *, root: Path | None = None, files: Mapping[str, bytes] | None = None
+) -> TaskSpec:
+    """Load and validate a task folder (parsing only: none of its code runs).
+
+    `root`: the watched directory the folder must stay inside (read_task_files); `files`: the
+    folder's files as the caller read them, so that what is validated is exactly what the
+    caller records."""
+    folder = Path(path).absolute() if root is not None else Path(path).resolve()
+    if files is None:
+        try:
+            files = read_task_files(folder, root=root)
+        except (FileNotFoundError, NotADirectoryError):
+            raise TaskError(f"{folder}: not a directory") from None
+    files = dict(files)
+    for file_name in (KERNEL_FILE, REFERENCE_FILE):
+        if file_name not in files:
             raise TaskError(f"{folder}: missing {file_name}")
     kernel_source, kernel_tree = parse_source(folder / KERNEL_FILE, files[KERNEL_FILE])
     reference_source, reference_tree = parse_source(folder / REFERENCE_FILE, files[REFERENCE_FILE])
     _check_reference(folder / REFERENCE_FILE, reference_tree)
     constants = module_constants(reference_tree)
-    settings = _read_toml(folder / TOML_FILE, constants) if TOML_FILE in files else {}
+    settings = (
+        _read_toml(folder / TOML_FILE, files[TOML_FILE], constants) if TOML_FILE in files else {}
+    )
     kernel_function: str = settings.pop("kernel_function", None) or _kernel_function(
         folder / KERNEL_FILE, kernel_tree, dialect_of_backend(settings.get("backend", "nkisim"))
     )
     if kernel_function not in _functions(kernel_tree):
         raise TaskError(f"{folder / KERNEL_FILE}: no module-level function `{kernel_function}`")
+    if "name" not in settings:
+        problem = name_problem(folder.name)
+        if problem is not None:
+            raise TaskError(
+                f"{folder}: the folder's name is its task's name, and {problem}; rename the "
+                f"folder or give {TOML_FILE} a `name`"
+            )
     task_name: str = settings.pop("name", folder.name)
     return TaskSpec(
         name=task_name,

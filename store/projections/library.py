@@ -9,6 +9,12 @@ This is the one fold of the task lifecycle (source changes, invalid saves, remov
 promotions, demotions): the library folder, `accelopt export`, re-verification and the
 watcher's memory of what it recorded all read it, so they cannot disagree about which
 revision is current or whether a promotion still stands.
+
+A task name belongs to the folder that claimed it first, until that folder's removal: a
+record of another folder under a name that is held is kept for that folder (`folders`,
+`folder_records`) but changes nothing of the task. The watcher refuses such claims before
+they are recorded; this rule keeps logs written before it did (or by anything else) from
+handing a task, its library kernel and its export to whichever folder wrote last.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from events.catalog import (
 from events.envelope import Envelope
 
 __all__ = [
+    "FolderRecord",
     "LibraryProjection",
     "LibraryState",
     "PlatformRecord",
@@ -40,6 +47,7 @@ __all__ = [
     "TaskState",
 ]
 
+FolderKind = Literal["source", "invalid", "removed"]
 TaskState = Literal["stale", "invalid", "failing", "optimizing", "removed"]
 """stale: a new revision awaits its baseline; failing: the user's own kernel does not pass;
 optimizing: baselined, search under way; invalid: the folder does not load."""
@@ -130,6 +138,21 @@ class Revision:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class FolderRecord:
+    """The last record of one task folder: what the watcher compares the folder with when it
+    starts, and what the folder's next record names as the one before it."""
+
+    task: str
+    """The name it was recorded under."""
+    kind: FolderKind
+    content_hash: str | None
+    """None for a removal."""
+    position: int
+    problem: str | None = None
+    """Why the folder is invalid (kind "invalid")."""
+
+
 @dataclass(slots=True)
 class DaemonRecord:
     """The last daemon started on a host, and whether it stopped (a SIGKILL leaves it
@@ -154,6 +177,12 @@ class LibraryState:
     as removed). The watcher starts from it, so a restart records only what changed."""
     daemons: dict[str, DaemonRecord] = field(default_factory=dict)
     """Host → its last daemon (status shows what its kernels run in)."""
+    folder_records: dict[str, FolderRecord] = field(default_factory=dict)
+    """Task folder → its last record, in full (`folders` is its hash alone)."""
+
+    def owners(self) -> dict[str, str]:
+        """Task name → the folder that holds it (every name not removed)."""
+        return {name: task.task_dir for name, task in self.tasks.items() if task.state != "removed"}
 
     def promoted(self) -> dict[str, Promotion]:
         """Task → its library kernel: the newest promotion still standing for its current
@@ -172,9 +201,10 @@ class LibraryProjection:
     """Folds task-folder, profile and promotion events into the library."""
 
     name = "library"
-    version = "3-daemons"
-    """Bumped for current revisions, their promotions and folder hashes, then for the
-    daemons; never a bare number, which tests use to stand for "some other version"."""
+    version = "4-claims-daemons"
+    """Bumped for current revisions, their promotions and folder hashes; for folder records
+    and names held by the folder that claimed them first; for the daemons. Never a bare
+    number, which tests use to stand for "some other version"."""
 
     def __init__(self) -> None:
         self._handlers: dict[type[Event], Handler] = {
@@ -203,6 +233,9 @@ class LibraryProjection:
             "revisions": {name: asdict(rev) for name, rev in sorted(state.revisions.items())},
             "folders": dict(sorted(state.folders.items())),
             "daemons": {host: asdict(d) for host, d in sorted(state.daemons.items())},
+            "folder_records": {
+                folder: asdict(record) for folder, record in sorted(state.folder_records.items())
+            },
         }
 
     def load(self, data: dict[str, Any]) -> LibraryState:
@@ -217,7 +250,8 @@ class LibraryProjection:
                 **{**raw, "files": dict(raw["files"]), "promotions": promotions}
             )
         daemons = {host: DaemonRecord(**raw) for host, raw in data["daemons"].items()}
-        return LibraryState(tasks, revisions, dict(data["folders"]), daemons)
+        records = {k: FolderRecord(**v) for k, v in data["folder_records"].items()}
+        return LibraryState(tasks, revisions, dict(data["folders"]), daemons, records)
 
     # --- the daemons ------------------------------------------------------------------------
 
@@ -243,14 +277,33 @@ class LibraryProjection:
         task.updated_position = envelope.position
         task.updated_at = envelope.recorded_at.isoformat()
 
+    @staticmethod
+    def _folder(
+        state: LibraryState,
+        envelope: Envelope[Any],
+        kind: FolderKind,
+        content_hash: str | None,
+        problem: str | None = None,
+    ) -> bool:
+        """Keep the folder's record; True if the folder may hold the task's name (no other
+        folder holds it)."""
+        e = envelope.event
+        state.folders[e.task_dir] = content_hash
+        state.folder_records[e.task_dir] = FolderRecord(
+            e.task, kind, content_hash, envelope.position, problem
+        )
+        holder = state.tasks.get(e.task)
+        return holder is None or holder.state == "removed" or holder.task_dir == e.task_dir
+
     def _source_changed(self, state: LibraryState, envelope: Envelope[KernelSourceChanged]) -> None:
         e = envelope.event
+        if not self._folder(state, envelope, "source", e.content_hash):
+            return
         task = state.tasks.get(e.task)
         revision = task.revision + 1 if task is not None else 1
         task = TaskRecord(e.task, e.task_dir, "stale", e.content_hash, revision)
         state.tasks[e.task] = task
         self._touch(task, envelope)
-        state.folders[e.task_dir] = e.content_hash
         current = state.revisions.get(e.task)
         if current is None or current.content_hash != e.content_hash:
             state.revisions[e.task] = Revision(e.task, e.task_dir, e.content_hash, dict(e.files))
@@ -259,6 +312,8 @@ class LibraryProjection:
 
     def _invalid(self, state: LibraryState, envelope: Envelope[TaskInvalid]) -> None:
         e = envelope.event
+        if not self._folder(state, envelope, "invalid", e.content_hash, e.message):
+            return
         task = state.tasks.get(e.task)
         revision = task.revision + 1 if task is not None else 1
         where = f"{e.file}: " if e.file else ""
@@ -267,16 +322,16 @@ class LibraryProjection:
         )
         state.tasks[e.task] = task
         self._touch(task, envelope)
-        state.folders[e.task_dir] = e.content_hash
 
     def _removed(self, state: LibraryState, envelope: Envelope[KernelRemoved]) -> None:
         e = envelope.event
-        state.folders[e.task_dir] = None
-        state.revisions.pop(e.task, None)
         task = state.tasks.get(e.task)
-        if task is not None:
-            task.state = "removed"
-            self._touch(task, envelope)
+        self._folder(state, envelope, "removed", None)
+        if task is None or task.task_dir != e.task_dir:
+            return  # a folder that never held the name: the task is not its to end
+        state.revisions.pop(e.task, None)
+        task.state = "removed"
+        self._touch(task, envelope)
 
     def _current(self, state: LibraryState, name: str, source_hash: str) -> TaskRecord | None:
         """The task if the work is for its current revision; work for an older one is moot."""

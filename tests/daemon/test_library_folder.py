@@ -56,7 +56,7 @@ def test_the_folder_follows_promotions_and_demotions(tmp_path: Path) -> None:
     assert list(folder.iterdir()) == []
 
 
-def test_the_watcher_starts_from_the_folder_hashes_the_library_keeps(tmp_path: Path) -> None:
+def test_the_watcher_starts_from_the_folder_records_the_library_keeps(tmp_path: Path) -> None:
     root = tmp_path / "kernels"
     shutil.copytree(NKI_SUITE / "silu", root / "silu")
     shutil.copytree(NKI_SUITE / "silu", root / "silu2")
@@ -66,21 +66,21 @@ def test_the_watcher_starts_from_the_folder_hashes_the_library_keeps(tmp_path: P
     head = store.head()
 
     # a restart with nothing changed records nothing
-    TaskWatcher(root, Recorder(store), known=library_of(store).folders).rescan()
+    TaskWatcher(root, Recorder(store), library=library_of(store)).rescan(recheck=True)
     assert store.head() == head
 
     # a folder removed while the daemon was down is recorded as removed, once
     shutil.rmtree(root / "silu2")
-    TaskWatcher(root, Recorder(store), known=library_of(store).folders).rescan()
+    TaskWatcher(root, Recorder(store), library=library_of(store)).rescan(recheck=True)
     removed = [decode(s).event for s in store.read_all(after=head)]
     assert [type(e) for e in removed] == [KernelRemoved]
     assert library_of(store).folders[str((root / "silu2").resolve())] is None
-    TaskWatcher(root, Recorder(store), known=library_of(store).folders).rescan()
+    TaskWatcher(root, Recorder(store), library=library_of(store)).rescan(recheck=True)
     assert store.head() == head + 1
 
     # an edit while down is a new revision
     kernel = root / "silu" / "kernel.py"
     kernel.write_text(kernel.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
-    TaskWatcher(root, Recorder(store), known=library_of(store).folders).rescan()
+    TaskWatcher(root, Recorder(store), library=library_of(store)).rescan(recheck=True)
     changed = [decode(s).event for s in store.read_all(after=head + 1)]
     assert [type(e) for e in changed] == [KernelSourceChanged]

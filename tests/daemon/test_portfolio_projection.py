@@ -113,9 +113,11 @@ def test_a_new_revision_starts_afresh_and_work_on_the_old_one_is_ignored() -> No
         factories.profile("rms", "h1", latency_ms=1.0, pct_of_peak=90.0),
         started("rms", "h1", "s4"),
     )
-    assert view.tasks["rms"] == TaskView("rms", revision="h2")
+    assert view.tasks["rms"] == TaskView("rms", revision="h2", task_dir="/kernels/rms")
     view = fold(*LIFE, factories.invalid("rms", "h2"))
-    assert view.tasks["rms"] == TaskView("rms", revision="h2", invalid=True)
+    assert view.tasks["rms"] == TaskView(
+        "rms", revision="h2", task_dir="/kernels/rms", invalid=True
+    )
 
 
 def test_removal_and_return_of_a_folder() -> None:
@@ -125,6 +127,18 @@ def test_removal_and_return_of_a_folder() -> None:
     back = fold(*LIFE, factories.removed("rms"), factories.source_changed("rms", "h1"))
     assert not back.tasks["rms"].removed
     assert back.tasks["rms"].searches == 1  # the same revision: its searches count
+
+
+def test_another_folder_under_the_same_name_changes_nothing() -> None:
+    """A folder claiming a held name made the owner's revision look replaced: its search
+    was left unfinished and a search of the other folder's revision started."""
+    usurper = factories.source_changed("rms", "h9").model_copy(
+        update={"task_dir": "/kernels/usurper"}
+    )
+    view = fold(*LIFE, started("rms", "h1", "s3"), usurper)
+    assert view.tasks["rms"].revision == "h1"
+    assert view.tasks["rms"].running_search == "s3"
+    assert view.tasks["rms"].task_dir == "/kernels/rms"
 
 
 def test_dump_and_load_round_trip_and_an_incremental_fold_equals_one_from_scratch() -> None:
@@ -155,6 +169,7 @@ def legacy_apply(view: PortfolioView, event: Event, recorded_at: datetime) -> No
     if isinstance(event, KernelSourceChanged | TaskInvalid):
         if task.revision != event.content_hash:
             view.tasks[name] = task = TaskView(name, revision=event.content_hash)
+        task.task_dir = event.task_dir  # new with folder claims; one folder per task here
         task.removed = False
         task.invalid = isinstance(event, TaskInvalid)
     elif isinstance(event, KernelRemoved):

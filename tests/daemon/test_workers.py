@@ -159,3 +159,20 @@ def test_a_broken_backend_ends_the_worker_and_leaves_its_job_pending(
     assert not thread.is_alive()  # ended by the error, stop was never set
     assert isinstance(thread.failure, BackendUnavailable)
     assert queue.counts() == {"pending": 1, "running": 0, "done": 0}
+
+
+def test_a_task_without_the_daemons_shape_set_submits_no_job(task: TaskSpec) -> None:
+    """Its job's `task` failure would be recorded for good: a baseline failing, or a
+    promoted kernel demoted at re-verification, for what is only the daemon's option."""
+    queue = MemoryJobQueue()
+    tiny = QueuedProfiler(
+        queue,
+        backend_name="nkisim",
+        target="trn1",
+        shapes="tiny",
+        priority=lambda _task: 1.0,
+        should_stop=lambda: False,
+    )
+    with pytest.raises(TaskError, match="no shape set 'tiny'"):
+        tiny.profile(task, task.kernel_source, job_id="j1")
+    assert sum(queue.counts().values()) == 0

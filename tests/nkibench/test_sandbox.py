@@ -104,6 +104,19 @@ def test_a_hung_child_and_its_children_are_gone_within_the_timeout_plus_a_second
     assert wait_for_none(marker, 1.0) == [], "a grandchild survived the kill"
 
 
+def test_a_child_flooding_stdout_is_killed_at_its_output_limit(tmp_path: Path) -> None:
+    """Only the tail of stdout is ever read; the file-size limit (sized for the phases' data
+    files, 4 GiB) would let a loop of writes fill the disk first."""
+    started = time.monotonic()
+    result, outcome = probe(tmp_path, {"probe": "flood"}, Limits(timeout_s=60, output_mb=2))
+    assert result is None
+    assert (outcome.flooded, outcome.timed_out) == (True, False)
+    assert time.monotonic() - started < 10
+    written = (tmp_path / "work" / "stdout.txt").stat().st_size
+    assert 2 * 1024**2 < written < 256 * 1024**2  # the file-size limit: 4096 MiB
+    assert outcome.stdout_tail.endswith("x" * 100)
+
+
 def test_without_the_os_sandbox_a_setsid_grandchild_escapes_the_group_kill(
     tmp_path: Path,
 ) -> None:

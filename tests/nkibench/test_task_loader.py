@@ -3,13 +3,16 @@ file and the problem."""
 
 from __future__ import annotations
 
+import os
+import re
+import time
 from pathlib import Path
 
 import pytest
 
 from nkibench.benchmarks.nki import suite_tasks
 from nkibench.errors import TaskError
-from nkibench.task.spec import FULL, folder_hash, load_task
+from nkibench.task.spec import FILE_LIMITS, FULL, folder_hash, load_task, read_task_files
 
 REFERENCE = """\
 import numpy as np
@@ -134,7 +137,7 @@ TILE = [128, 256]
         ),
         ({"toml": "[roofline]\nbytes = 'M - 1000'"}, "roofline.bytes: must be a finite number"),
         ({"toml": "[roofline]\nflops = '1'"}, r"\[roofline\]: unknown key\(s\) flops"),
-        ({"toml": "weight = 0"}, "weight: must be > 0"),
+        ({"toml": "weight = 0"}, "weight: must be a finite number > 0"),
         ({"toml": "[limits]\nmemory_mb = 10"}, "limits.memory_mb: must be an integer ≥ 256"),
         ({"toml": "[tunables]\nTILE = []"}, "tunables.TILE: must be a non-empty list"),
         ({"toml": "this is = = not toml"}, "task.toml: "),
@@ -192,3 +195,135 @@ def test_a_triton_task_takes_its_defaults_from_its_dtype() -> None:
     assert (silu.rel_tol, silu.matmul_dtype, silu.seeds) == (2e-2, "bfloat16", (0, 21, 42))
     adamw = load_task(SUITE_GPU / "adamw")
     assert (adamw.rel_tol, adamw.matmul_dtype) == (1e-3, "float32")
+
+
+# --- hostile folders (issue 14): names, sizes, limits, symlinks --------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["../..", "../../library/silu", "a/b", ".hidden", "", "x" * 65, "naïve", "a b"]
+)
+def test_a_task_name_that_is_no_plain_identifier_is_refused(tmp_path: Path, name: str) -> None:
+    """A name becomes a folder of the daemon's state (`revisions/<hash>/<name>`): `../..`
+    wrote task files outside it and overwrote a promoted kernel.py there."""
+    folder = make_task(tmp_path, toml=f"name = {name!r}\n")
+    with pytest.raises(TaskError, match=r"task.toml: name: .* is not a task name"):
+        load_task(folder)
+
+
+def test_plain_names_load_and_a_folder_name_is_held_to_the_same_rule(tmp_path: Path) -> None:
+    for name in ("rms_norm", "rms-norm.v2", "-x", "A9", "x" * 64):
+        assert load_task(make_task(tmp_path, toml=f"name = {name!r}\n")).name == name
+    odd = tmp_path / "my kernel"
+    make_task(tmp_path).rename(odd)
+    (odd / "task.toml").unlink()
+    with pytest.raises(TaskError, match="the folder's name is its task's name, and 'my kernel'"):
+        load_task(odd)
+    (odd / "task.toml").write_text("name = 'my_kernel'\n")
+    assert load_task(odd).name == "my_kernel"
+
+
+def test_a_file_over_its_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """A 5 MB kernel.py took 2.26 GB and 35 s to parse inside the daemon. Here a sparse
+    kernel.py of 8 GiB: read, it would not fit this test's memory; it is refused at once,
+    naming the file, its size and the limit."""
+    folder = make_task(tmp_path)
+    os.truncate(folder / "kernel.py", 8 * 1024**3)
+    started = time.monotonic()
+    with pytest.raises(TaskError) as caught:
+        load_task(folder)
+    assert time.monotonic() - started < 1.0
+    assert caught.value.message == (
+        f"{folder / 'kernel.py'}: 8192 MiB (8589934592 bytes), over the 256 KiB limit of kernel.py"
+    )
+    five_mb = ("x = 1\n" * (5 * 1024 * 1024 // 6)).encode()
+    (folder / "kernel.py").write_text(KERNEL)
+    (folder / "reference.py").write_bytes(REFERENCE.encode() + five_mb)
+    with pytest.raises(
+        TaskError, match=r"reference.py: 5 MiB \(\d+ bytes\), over the 256 KiB limit"
+    ):
+        load_task(folder)
+    (folder / "reference.py").write_text(REFERENCE)
+    (folder / "task.toml").write_text("# " + "x" * FILE_LIMITS["task.toml"] + "\n")
+    with pytest.raises(
+        TaskError, match=r"task.toml: 64 KiB \(65539 bytes\), over the 64 KiB limit"
+    ):
+        load_task(folder)
+
+
+@pytest.mark.parametrize(
+    ("limits", "key"),
+    [
+        ("timeout_s = 1e12", "limits.timeout_s"),
+        ("timeout_s = inf", "limits.timeout_s"),
+        ("timeout_s = nan", "limits.timeout_s"),
+        ("timeout_s = 21601", "limits.timeout_s"),
+        ("timeout_s = {small = 30, full = inf}", "limits.timeout_s.full"),
+        ("timeout_s = -1", "limits.timeout_s"),
+        ("memory_mb = 1073741824", "limits.memory_mb"),
+    ],
+)
+def test_limits_that_would_hold_a_worker_for_ever_are_refused(
+    tmp_path: Path, limits: str, key: str
+) -> None:
+    """`timeout_s = 1e12` was accepted, and one such task held the only worker for ever."""
+    folder = make_task(tmp_path, toml=f"[shapes.small]\nM = 128\n[limits]\n{limits}\n")
+    with pytest.raises(TaskError, match=rf"task.toml: {re.escape(key)}: must be"):
+        load_task(folder)
+
+
+def test_the_longest_limits_still_load(tmp_path: Path) -> None:
+    folder = make_task(tmp_path, toml="[limits]\ntimeout_s = 21600\nmemory_mb = 1048576\n")
+    task = load_task(folder)
+    assert (task.timeout_for(FULL), task.memory_mb) == (21600.0, 1048576)
+
+
+def test_symlinks_out_of_the_watched_directory_and_loops_are_refused(tmp_path: Path) -> None:
+    """A task file (or folder) that is a symlink out of the watched directory had the
+    outside file copied into the log; a loop is refused too; a link inside is followed."""
+    root = tmp_path / "kernels"
+    root.mkdir()
+    folder = make_task(root)
+    outside = tmp_path / "secret.py"
+    outside.write_text(KERNEL + "# the secret\n")
+    (folder / "kernel.py").unlink()
+    (folder / "kernel.py").symlink_to(outside)
+    with pytest.raises(TaskError) as caught:
+        read_task_files(folder, root=root)
+    assert caught.value.message == (
+        f"{folder / 'kernel.py'}: a symlink to {outside}, outside the watched directory "
+        f"{root.resolve()}"
+    )
+    assert load_task(folder).kernel_source.endswith("# the secret\n")  # no root: a CLI's own
+
+    (folder / "kernel.py").unlink()
+    (folder / "kernel.py").symlink_to("kernel.py")
+    with pytest.raises(TaskError, match=r"kernel.py: a symlink loop \(.* -> kernel.py\)"):
+        read_task_files(folder, root=root)
+
+    shared = root / "shared.py"
+    shared.write_text(KERNEL)
+    (folder / "kernel.py").unlink()
+    (folder / "kernel.py").symlink_to(shared)
+    assert load_task(folder, root=root).kernel_source == KERNEL
+
+    (root / "out").symlink_to(tmp_path, target_is_directory=True)
+    with pytest.raises(TaskError, match=rf"out: a symlink to {tmp_path}, outside the watched"):
+        read_task_files(root / "out", root=root)
+    (root / "loop").symlink_to(root / "loop")
+    with pytest.raises(TaskError, match=r"loop: a symlink loop"):
+        read_task_files(root / "loop", root=root)
+    (root / "inside").symlink_to(folder, target_is_directory=True)
+    assert set(read_task_files(root / "inside", root=root)) == {"kernel.py", "reference.py"}
+
+
+def test_a_fifo_or_a_folder_in_place_of_a_file_does_not_block_the_reader(tmp_path: Path) -> None:
+    folder = make_task(tmp_path)
+    (folder / "kernel.py").unlink()
+    os.mkfifo(folder / "kernel.py")  # opened for reading, it would wait for a writer for ever
+    with pytest.raises(TaskError, match=r"kernel.py: not a regular file"):
+        load_task(folder)
+    (folder / "kernel.py").unlink()
+    (folder / "kernel.py").mkdir()
+    with pytest.raises(TaskError, match=r"kernel.py: not a regular file"):
+        load_task(folder)

@@ -175,6 +175,36 @@ def test_folders_keep_the_hash_last_recorded() -> None:
     }
 
 
+def elsewhere(event: Any, folder: str) -> Any:
+    """The same record, of another folder."""
+    return event.model_copy(update={"task_dir": folder})
+
+
+def test_a_name_stays_with_the_folder_that_claimed_it_first_even_in_old_logs() -> None:
+    """Before the watcher refused them, a folder claiming another folder's task name took
+    the task over: its revision and promotions were the library's and `accelopt export`'s."""
+    state = fold(
+        factories.source_changed("silu", "h1"),
+        factories.promoted("silu", "h1", "c1", 1.0, 2.0),
+        elsewhere(factories.source_changed("silu", "h2"), "/kernels/attacker"),
+        factories.promoted("silu", "h2", "c2", 0.5, 2.0),
+        elsewhere(factories.invalid("silu", "h3"), "/kernels/attacker"),
+        elsewhere(factories.removed("silu"), "/kernels/attacker"),
+    )
+    assert state.revisions["silu"].content_hash == "h1"
+    assert (state.tasks["silu"].task_dir, state.tasks["silu"].state) == ("/kernels/silu", "stale")
+    assert promoted(state) == {"silu": "c1"}
+    assert state.owners() == {"silu": "/kernels/silu"}
+    assert state.folder_records["/kernels/attacker"].kind == "removed"  # the folder's own record
+    freed = fold(
+        factories.source_changed("silu", "h1"),
+        factories.removed("silu"),
+        elsewhere(factories.source_changed("silu", "h2"), "/kernels/attacker"),
+    )
+    assert freed.owners() == {"silu": "/kernels/attacker"}
+    assert freed.revisions["silu"].content_hash == "h2"
+
+
 STORY = [
     factories.source_changed("rms", "h1"),
     factories.profile("rms", "h1", latency_ms=2.0),

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -55,13 +55,17 @@ class DaemonProcess:
         root: Path,
         *args: str,
         env: dict[str, str] | None = None,
+        prefix: Sequence[str] = (),
     ) -> None:
+        """`prefix`: a command the daemon runs under (`setpriv ...` to take root's
+        permission to ignore file modes, as a daemon under its own user has none)."""
         self.root = root
         self.home = root / "state"
         self.watch = root / "kernels"
         self.watch.mkdir(parents=True, exist_ok=True)
         self.db = (env or {}).get("ACCELOPT_DB", f"sqlite:///{self.home / 'accelopt.db'}")
         self.args = args
+        self.prefix = list(prefix)
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("ACCELOPT_")},
             "ACCELOPT_HOME": str(self.home),
@@ -77,7 +81,7 @@ class DaemonProcess:
         offset = len(self.log_text())
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                [*PROGRAM, "daemon", "--watch", str(self.watch), *self.args],
+                [*self.prefix, *PROGRAM, "daemon", "--watch", str(self.watch), *self.args],
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -99,6 +103,18 @@ class DaemonProcess:
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    def wait(self, timeout: float = 60) -> int:
+        """The exit status of a daemon that ends by itself."""
+        assert self.process is not None
+        return self.process.wait(timeout=timeout)
+
+    def peak_memory_mb(self) -> float:
+        """The daemon's peak resident memory so far (Linux: VmHWM)."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        raise AssertionError("no VmHWM in /proc/<pid>/status")
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
         assert self.process is not None

@@ -77,6 +77,10 @@ def main() -> None:
     elif probe == "hang_alone":
         while True:
             time.sleep(1)
+    elif probe == "flood":
+        chunk = b"x" * 65536
+        while True:
+            os.write(1, chunk)
     elif probe == "escape":
         result = escape(request)
     else:
