@@ -97,6 +97,29 @@ def test_without_agents_only_new_revisions_run_and_idle_searches_are_redone_late
     assert pick(v, agents=True) == ["idle_done", "new", "plateaued"]
 
 
+def test_a_task_cooling_down_after_a_crash_takes_no_search_slot() -> None:
+    """(The daemon once passed cooling tasks as running, so a crashed task that was not
+    running still took one of the slots for a minute.)"""
+    tasks = view(
+        crashed=TaskView("crashed", revision="h1"),
+        a=TaskView("a", revision="h2"),
+        b=TaskView("b", revision="h3"),
+    )
+    chosen = choose(
+        tasks,
+        running=set(),
+        cooling=frozenset({"crashed"}),
+        slots=2,
+        now=NOW,
+        rest_s=3600,
+        agents=True,
+        weights={},
+    )
+    assert chosen == ["a", "b"]
+    busy = choose(tasks, running={"a"}, slots=2, now=NOW, rest_s=3600, agents=True, weights={})
+    assert busy == ["b"]  # a running search does take one
+
+
 def test_parse_devices() -> None:
     assert parse_devices(None, "nkisim") == ["0"]
     assert parse_devices("3", "nkisim") == ["0", "1", "2"]
