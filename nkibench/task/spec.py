@@ -33,7 +33,13 @@ from typing import Any
 from nkibench.backends import BACKENDS, dialect_of_backend
 from nkibench.dialects import get_dialect
 from nkibench.errors import TaskError
-from nkibench.task.safe_eval import Number, UnsafeExpression, evaluate, module_constants
+from nkibench.task.safe_eval import (
+    Number,
+    UnsafeExpression,
+    evaluate,
+    module_bindings,
+    module_constants,
+)
 
 __all__ = [
     "DEFAULT_SEEDS",
@@ -115,8 +121,12 @@ class TaskSpec:
         return self.shape_sets[shapes]
 
     def shape_values(self, shapes: str) -> dict[str, Number]:
-        """The constants of reference.py under a shape set."""
-        return {**self.constants, **self.overrides(shapes)}
+        """The constants of reference.py under a shape set: the set's values, and every
+        constant derived from them recomputed (as the reference sees them when it runs)."""
+        overrides = self.overrides(shapes)
+        if not overrides:
+            return dict(self.constants)
+        return module_constants(ast.parse(self.reference_source), overrides)
 
     def timeout_for(self, shapes: str) -> float:
         return self.timeout_s.get(shapes, self.timeout_s.get("*", DEFAULT_TIMEOUT_S["*"]))
@@ -174,13 +184,7 @@ def _check_reference(path: Path, tree: ast.Module) -> None:
         raise TaskError(
             f"{path} line {functions['get_inputs'].lineno}: get_inputs() must take no arguments"
         )
-    names = {
-        t.id
-        for s in tree.body
-        if isinstance(s, ast.Assign | ast.AnnAssign)
-        for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
-        if isinstance(t, ast.Name)
-    }
+    names = {name for s in tree.body for name in module_bindings(s)}
     for optional in ("transform_to_nki_inputs", "transform_nki_outputs"):
         if optional in names and optional not in functions:
             raise TaskError(f"{path}: `{optional}` must be a function")
@@ -204,10 +208,11 @@ _TOP_KEYS = (
 class _TomlReader:
     """Reads task.toml section by section, naming the key of every problem."""
 
-    def __init__(self, path: Path, data: dict[str, Any], constants: dict[str, Number]) -> None:
+    def __init__(self, path: Path, data: dict[str, Any], reference: ast.Module) -> None:
         self.path = path
         self.data = data
-        self.constants = constants
+        self.reference = reference
+        self.constants = module_constants(reference)
         self.out: dict[str, Any] = {}
 
     def fail(self, where: str, problem: str) -> TaskError:
@@ -314,7 +319,7 @@ class _TomlReader:
                 raise self.fail(f"roofline.{key}", "must be a formula or a number")
             for overrides in [{}, *self.out["shape_sets"].values()]:
                 try:
-                    value = evaluate(str(expression), {**self.constants, **overrides})
+                    value = evaluate(str(expression), module_constants(self.reference, overrides))
                 except UnsafeExpression as e:
                     raise self.fail(f"roofline.{key}", str(e)) from None
                 if not (math.isfinite(value) and value >= 0):
@@ -348,14 +353,14 @@ class _TomlReader:
         self.out["tunables"] = tunables
 
 
-def _read_toml(path: Path, constants: dict[str, Number]) -> dict[str, Any]:
+def _read_toml(path: Path, reference: ast.Module) -> dict[str, Any]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
         raise TaskError(f"{path}: not UTF-8") from None
     except tomllib.TOMLDecodeError as e:
         raise TaskError(f"{path}: {e}") from None
-    return _TomlReader(path, data, constants).read()
+    return _TomlReader(path, data, reference).read()
 
 
 def load_task(path: Path | str) -> TaskSpec:
@@ -374,7 +379,7 @@ def load_task(path: Path | str) -> TaskSpec:
     reference_source, reference_tree = parse_source(folder / REFERENCE_FILE, files[REFERENCE_FILE])
     _check_reference(folder / REFERENCE_FILE, reference_tree)
     constants = module_constants(reference_tree)
-    settings = _read_toml(folder / TOML_FILE, constants) if TOML_FILE in files else {}
+    settings = _read_toml(folder / TOML_FILE, reference_tree) if TOML_FILE in files else {}
     kernel_function: str = settings.pop("kernel_function", None) or _kernel_function(
         folder / KERNEL_FILE, kernel_tree, dialect_of_backend(settings.get("backend", "nkisim"))
     )
