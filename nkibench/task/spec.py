@@ -11,7 +11,9 @@ An NKI task (the default):
 
 A Triton task (`backend = "triton"` in task.toml, which is then required with `dtype` and
 the roofline's counts):
-    <task>/kernel.py      `run(*inputs)`: launches @triton.jit kernels, returns the outputs
+    <task>/kernel.py      `run(*inputs)`: launches @triton.jit kernels, returns the outputs;
+                          torch there only allocates, views and queries tensors unless
+                          task.toml says `allow_torch_compute = true`
     <task>/reference.py   module-level shape constants, get_inputs() returning torch tensors
                           (torch.manual_seed is set per seed), forward(*inputs) in PyTorch
 
@@ -96,6 +98,9 @@ class TaskSpec:
     memory_mb: int = DEFAULT_MEMORY_MB
     strict_capacity: bool = False
     tunables: dict[str, list[Any]] = field(default_factory=dict)
+    allow_torch_compute: bool = False
+    """A Triton task whose run() may compute with PyTorch (by default torch only allocates,
+    views and queries tensors there, and every computation runs in Triton kernels)."""
     content_hash: str = ""
 
     @property
@@ -202,6 +207,7 @@ _TOP_KEYS = (
     "roofline",
     "limits",
     "tunables",
+    "allow_torch_compute",
 )
 
 
@@ -248,6 +254,15 @@ class _TomlReader:
             raise self.fail("dtype", f"must be one of {', '.join(TASK_DTYPES)}")
         if backend == "triton":
             self._triton_defaults()
+        if "allow_torch_compute" in self.data:
+            allow = self.data["allow_torch_compute"]
+            if not isinstance(allow, bool):
+                raise self.fail("allow_torch_compute", "must be true or false")
+            if allow and dialect_of_backend(backend) != "triton":
+                raise self.fail(
+                    "allow_torch_compute", "only a Triton task's run() can compute with PyTorch"
+                )
+            self.out["allow_torch_compute"] = allow
         if "weight" in self.data:
             self.out["weight"] = self.number("weight", self.data["weight"])
             if not self.out["weight"] > 0:

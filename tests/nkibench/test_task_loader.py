@@ -11,8 +11,10 @@ import pytest
 from nkibench.benchmarks.nki import suite_tasks
 from nkibench.errors import TaskError
 from nkibench.sandbox.reference import load_reference
+from nkibench.suites import GPU_SUITE
 from nkibench.task.safe_eval import module_constants
 from nkibench.task.spec import FULL, folder_hash, load_task
+from tests.support import DATA
 
 REFERENCE = """\
 import numpy as np
@@ -152,6 +154,11 @@ TILE = [128, 256]
             {"toml": "backend = 'triton'\ndtype = 'float32'\n[roofline]\nbytes = 'M'"},
             "no module-level function named `run`",
         ),
+        ({"toml": "allow_torch_compute = 'yes'"}, "allow_torch_compute: must be true or false"),
+        (
+            {"toml": "allow_torch_compute = true"},
+            "allow_torch_compute: only a Triton task's run\\(\\) can compute with PyTorch",
+        ),
     ],
 )
 def test_broken_task_folders_are_named_precisely(
@@ -266,3 +273,8 @@ def test_the_reference_runs_with_the_shape_set_in_every_binding(tmp_path: Path) 
     assert module.get_inputs()[0].shape == (48, 1000)
     with pytest.raises(TaskError, match="no module-level assignment of Z"):
         load_reference(path, {"Z": 1})
+
+
+def test_allow_torch_compute_is_read_for_triton_tasks() -> None:
+    assert load_task(GPU_SUITE / "silu").allow_torch_compute is False
+    assert load_task(DATA / "adversarial" / "tasks" / "silu_torch").allow_torch_compute is True
