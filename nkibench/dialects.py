@@ -28,9 +28,13 @@ class Dialect:
     allowed_modules: tuple[str, ...]
     """What a kernel may import (the static check and the kernel loader refuse the rest)."""
     guarded_modules: tuple[str, ...]
-    """Modules a kernel may only use as `module.<name>`, never pass around as values."""
+    """Modules a kernel may only use as `module.<name>`, never pass around as values (a module
+    held in a variable would hide its attributes from the static check)."""
     output_transform: bool
     """The reference may define AccelOpt's transform_nki_outputs, applied before comparing."""
+    package_roots: tuple[str, ...]
+    """Packages whose every submodule a kernel may reach through attributes (`np.random`,
+    `tl.extra.cuda`); any other module it reaches (`typing.sys`) is refused."""
     shadow_front: str | None
     """"module:function" that installs nkisim's stand-ins for the dialect's modules (None:
     nkisim does not run this dialect)."""
@@ -57,7 +61,20 @@ NKI = Dialect(
         "nki.isa",
         "nki.typing",
     ),
-    guarded_modules=("numpy",),
+    guarded_modules=(
+        *COMMON_MODULES,
+        "numpy",
+        "neuronxcc",
+        "neuronxcc.nki",
+        "neuronxcc.nki.language",
+        "neuronxcc.nki.isa",
+        "neuronxcc.nki.typing",
+        "nki",
+        "nki.language",
+        "nki.isa",
+        "nki.typing",
+    ),
+    package_roots=("numpy", "neuronxcc", "nki"),
     output_transform=True,
     shadow_front="nkibench.nkisim.frontend:install_shadow_modules",
     prompt_folder="nki",
@@ -76,7 +93,8 @@ TRITON = Dialect(
     language="Triton (NVIDIA GPUs)",
     entry_points=("run",),
     allowed_modules=(*COMMON_MODULES, *TRITON_MODULES),
-    guarded_modules=TRITON_MODULES,
+    guarded_modules=(*COMMON_MODULES, *TRITON_MODULES),
+    package_roots=("torch", "triton"),
     output_transform=False,
     shadow_front=None,
     prompt_folder="triton",

@@ -19,7 +19,8 @@ __all__ = [
 ]
 
 ErrorKind = Literal[
-    "rejected",  # the static check refused the kernel source (forbidden import or name)
+    "rejected",  # the static check refused the kernel source (forbidden import or name),
+    #             before it ran (in the parent, or on the real modules in the kernel's child)
     "compile",  # the kernel does not load: syntax error, no `kernel`, bad call signature
     "runtime",  # the kernel failed while running: Python error, out-of-bounds access,
     #             read of memory never written
@@ -31,8 +32,9 @@ ErrorKind = Literal[
     "resource",  # memory, file-size or other resource limit reached
     "incorrect",  # ran, but outputs differ from the reference (values, shape, count)
     "measurement",  # correct, but timing it failed (the profiler or the device broke)
-    "cheat",  # caught gaming the check or the timer: work on a side stream, results cached
-    #          across calls, inputs mutated (Triton kernels on a GPU)
+    "cheat",  # caught gaming the check or the timer at run time: torch computing in run(),
+    #          a tensor subclass as output, a patched module, work on a side stream, results
+    #          cached across calls, inputs mutated (Triton kernels)
     "task",  # the task folder itself is broken (reference.py, task.toml)
 ]
 ERROR_KINDS: tuple[ErrorKind, ...] = (

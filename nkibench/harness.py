@@ -183,6 +183,7 @@ class Session:
             "display_name": KERNEL_FILE,
             "function": self.task.kernel_function,
             "dialect": self.task.dialect,
+            "allow_torch_compute": self.task.allow_torch_compute,
             "target": self.target,
             "strict_capacity": self.task.strict_capacity,
             "order_check": self.order_check,
@@ -360,7 +361,9 @@ def _evaluate(
     task.overrides(shapes)  # an unknown shape set is the caller's error, raised here
     limits = limits or backend.limits(task, shapes, threads)
     try:
-        violations = check_source(source, KERNEL_FILE, task.dialect)
+        violations = check_source(
+            source, KERNEL_FILE, task.dialect, torch_compute=task.allow_torch_compute
+        )
         if violations:
             message = "; ".join(v.render(KERNEL_FILE) for v in violations[:5])
             raise PhaseFailure(violation_kind(violations), message, violations[0].line)

@@ -3,6 +3,11 @@ modules that make `import neuronxcc.nki.language as nl` resolve to nkisim.
 
 `install_shadow_modules` is called only inside the sandboxed child that runs a kernel:
 nothing is ever installed into site-packages, and the parent process never imports it.
+
+A kernel sees `nl` and `nisa` through stand-ins that hold NKI's names only: the modules
+nkibench.nkisim.language and .isa import (numpy as `np`, the simulator's `current()` machine,
+its trace) are nkisim's own, and a kernel that reached them could compute with NumPy beside
+the simulator, or edit the trace the cost model estimates from.
 """
 
 from __future__ import annotations
@@ -12,11 +17,28 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from nkibench.errors import KernelError
 from nkibench.nkisim import isa, language
 from nkibench.nkisim.errors import UnsupportedApi
 from nkibench.nkisim.machine import _current
 
-__all__ = ["JitKernel", "install_shadow_modules", "jit", "trace"]
+__all__ = ["InternalApi", "JitKernel", "install_shadow_modules", "jit", "public_module", "trace"]
+
+SIMULATOR_MODULES = (
+    "nkibench.nkisim.machine",
+    "nkibench.nkisim.trace",
+    "nkibench.nkisim.runtime",
+    "nkibench.nkisim.frontend",
+)
+"""Where the simulator's own state lives: nothing defined there is NKI."""
+SIMULATOR_NAMES = frozenset({"NkiTensor", "Access", "Any", "annotations"})
+"""Names nkisim's NKI modules import for themselves (its tensor classes, typing helpers)."""
+
+
+class InternalApi(KernelError):
+    """A kernel reached for nkisim's own machinery through an NKI module."""
+
+    kind = "rejected"
 
 
 class JitKernel:
@@ -81,13 +103,51 @@ def _unsupported_getattr(prefix: str) -> Callable[[str], Any]:
     return missing
 
 
-def _package(name: str, typing_module: types.ModuleType) -> types.ModuleType:
+def _hidden(key: str, value: Any) -> bool:
+    return (
+        isinstance(value, types.ModuleType)
+        or key in SIMULATOR_NAMES
+        or getattr(value, "__module__", None) in SIMULATOR_MODULES
+    )
+
+
+def public_module(module: types.ModuleType, name: str, short: str) -> types.ModuleType:
+    """A stand-in for `module` as NKI's `name` (written `short.` in kernels): its NKI names;
+    the simulator's own (modules, its machine and trace, its tensor classes) refused; a name
+    it lacks left to the module's own __getattr__ (nkisim's "not implemented")."""
+    proxy = types.ModuleType(name, module.__doc__)
+    hidden = set()
+    for key, value in vars(module).items():
+        if key.startswith("_"):
+            continue
+        if _hidden(key, value):
+            hidden.add(key)
+        else:
+            setattr(proxy, key, value)
+
+    def missing(attribute: str) -> Any:
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        if attribute in hidden:
+            raise InternalApi(
+                f"{short}.{attribute} is nkisim's own, not part of NKI: a kernel uses only NKI's "
+                f"names (nkisim's internals would let it work beside the simulator)"
+            )
+        return getattr(module, attribute)
+
+    proxy.__getattr__ = missing  # type: ignore[method-assign]
+    return proxy
+
+
+def _package(
+    name: str, typing_module: types.ModuleType, nl: types.ModuleType, nisa: types.ModuleType
+) -> types.ModuleType:
     module = types.ModuleType(name)
     attributes: dict[str, Any] = {
         "jit": jit,
         "trace": trace,
-        "language": language,
-        "isa": isa,
+        "language": nl,
+        "isa": nisa,
         "typing": typing_module,
         "baremetal": _hardware_only("baremetal"),
         "benchmark": _hardware_only("benchmark"),
@@ -104,22 +164,26 @@ def _package(name: str, typing_module: types.ModuleType) -> types.ModuleType:
 def install_shadow_modules() -> None:
     """Make the NKI import names resolve to nkisim in this (child) process."""
     legacy_typing = _typing_module("neuronxcc.nki.typing")
-    legacy = _package("neuronxcc.nki", legacy_typing)
+    legacy_nl = public_module(language, "neuronxcc.nki.language", "nl")
+    legacy_nisa = public_module(isa, "neuronxcc.nki.isa", "nisa")
+    legacy = _package("neuronxcc.nki", legacy_typing, legacy_nl, legacy_nisa)
     root = types.ModuleType("neuronxcc")
     root.nki = legacy  # type: ignore[attr-defined]
     root.__path__ = []
     standalone_typing = _typing_module("nki.typing")
-    standalone = _package("nki", standalone_typing)
+    nl = public_module(language, "nki.language", "nl")
+    nisa = public_module(isa, "nki.isa", "nisa")
+    standalone = _package("nki", standalone_typing, nl, nisa)
     sys.modules.update(
         {
             "neuronxcc": root,
             "neuronxcc.nki": legacy,
-            "neuronxcc.nki.language": language,
-            "neuronxcc.nki.isa": isa,
+            "neuronxcc.nki.language": legacy_nl,
+            "neuronxcc.nki.isa": legacy_nisa,
             "neuronxcc.nki.typing": legacy_typing,
             "nki": standalone,
-            "nki.language": language,
-            "nki.isa": isa,
+            "nki.language": nl,
+            "nki.isa": nisa,
             "nki.typing": standalone_typing,
         }
     )

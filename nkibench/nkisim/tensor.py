@@ -18,6 +18,7 @@ import numpy as np
 from nkibench.nkisim.dtypes import dtype_name, sentinel_bits
 from nkibench.nkisim.errors import (
     ConstraintViolation,
+    KernelError,
     OutOfBounds,
     UninitializedRead,
     UnsupportedApi,
@@ -283,7 +284,8 @@ class NkiTensor:
         )
 
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
-        raise UnsupportedApi(
+        # a kernel's bug (NumPy runs on the host, not on a NeuronCore), not an API nkisim lacks
+        raise KernelError(
             "NumPy functions cannot run on NKI tensors inside a kernel; use the nl.* or nisa.* "
             "equivalent"
         )

@@ -13,7 +13,7 @@ import numpy as np
 from nkibench.errors import KernelError
 from nkibench.sandbox.arrays import restore, save_array
 from nkibench.sandbox.loader import kernel_line, load_kernel
-from nkibench.sandbox.static_check import check_source, violation_kind
+from nkibench.sandbox.static_check import check_resolved, check_source, violation_kind
 
 __all__ = ["error_result", "load_phase_kernel", "run_error", "save_outputs", "seed_arguments"]
 
@@ -28,11 +28,17 @@ def _located(message: str, display: str, line: int) -> str:
 
 def load_phase_kernel(request: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
     """The kernel function of a kernel phase's request, or the error result that says why
-    it does not load. The shadow NKI modules must be installed first if nkisim runs it."""
+    it does not load. The shadow NKI modules must be installed first if nkisim runs it: the
+    static check runs again here, then its attribute chains are followed on the modules the
+    kernel will really see (check_resolved), before any of its code runs."""
     display = request["display_name"]
     filename = request["kernel_file"]
     dialect = request.get("dialect", "nki")
-    violations = check_source(request["kernel_source"], display, dialect)
+    torch_compute = bool(request.get("allow_torch_compute", False))
+    source = request["kernel_source"]
+    violations = check_source(source, display, dialect, torch_compute=torch_compute)
+    if not violations:
+        violations = check_resolved(source, dialect, torch_compute=torch_compute)
     if violations:
         message = "; ".join(v.render(display) for v in violations[:5])
         return None, error_result(violation_kind(violations), message, violations[0].line)

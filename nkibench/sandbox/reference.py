@@ -20,24 +20,30 @@ from nkibench.dtypes import as_dtype
 from nkibench.errors import TaskError
 from nkibench.policy.flop_count import compulsory_bytes, count_forward
 from nkibench.sandbox.arrays import listed, value_spec
+from nkibench.task.safe_eval import module_bindings
 
 __all__ = ["TaskCodeFailed", "load_reference", "reference_module", "reference_phase"]
 
 
 def _override(tree: ast.Module, overrides: dict[str, Any], path: Path) -> None:
-    remaining = dict(overrides)
+    """Every module-level binding of an overridden name is followed by `NAME = value`: a
+    plain, annotated, tuple (`ROWS, COLS = 300, 1000`) or chained (`A = B = 4`) assignment
+    keeps its other names, and constants derived later see the shape set's value (as
+    nkibench.task.safe_eval.module_constants computes them for the roofline)."""
+    seen: set[str] = set()
+    body: list[ast.stmt] = []
     for statement in tree.body:
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-            target = statement.targets[0]
-        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
-            target = statement.target
-        else:
-            continue
-        if isinstance(target, ast.Name) and target.id in remaining:
-            value = ast.Constant(remaining.pop(target.id))
-            statement.value = ast.copy_location(value, statement)
+        body.append(statement)
+        for name in module_bindings(statement):
+            if name in overrides:
+                seen.add(name)
+                value = ast.Assign([ast.Name(name, ast.Store())], ast.Constant(overrides[name]))
+                body.append(ast.copy_location(value, statement))
+    tree.body = body
+    ast.fix_missing_locations(tree)
+    remaining = sorted(set(overrides) - seen)
     if remaining:
-        raise TaskError(f"{path}: no module-level assignment of {', '.join(sorted(remaining))}")
+        raise TaskError(f"{path}: no module-level assignment of {', '.join(remaining)}")
 
 
 def load_reference(path: Path, overrides: dict[str, Any]) -> ModuleType:

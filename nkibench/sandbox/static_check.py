@@ -1,32 +1,66 @@
 """The allow-list check run on kernel source before any of it executes.
 
 Kernels are written by LLMs and treated as untrusted. The check is the first of three
-layers (then restricted builtins and a guarded import in the child, then the child's
-scrubbed environment, resource limits and wall-clock kill). It refuses imports outside the
-allow-list, the builtins that reach files, code or other objects' attributes by name, every
-attribute starting with an underscore (the doors to `__class__.__subclasses__()`, frames and
-globals), and numpy's file and pointer APIs.
+layers (then restricted builtins, a guarded import and run-time guards in the child, then the
+OS sandbox: no network, a private file system, limits, a wall-clock kill). It is the layer
+with the clearest messages, so it refuses everything it can see:
+
+- imports outside the dialect's allow-list, and the builtins that reach files, code or other
+  objects' attributes by name;
+- every attribute starting with an underscore (the doors to `__class__.__subclasses__()`,
+  frames and globals), and the attributes without one that lead to the same places: the
+  standard library's modules that other modules hold (`typing.sys`, `np.ma.core.builtins`),
+  frames, tracebacks and code objects (`gen.gi_frame.f_back`), and the evaluators of string
+  annotations (`typing.get_type_hints`, `functools.singledispatch`: eval in disguise);
+- file readers and writers on any object (`np.rec.fromfile`, `np.memmap`, `x.tofile`,
+  `torch.UntypedStorage.from_file`), and numpy's file, pointer and build APIs anywhere under
+  numpy (`np.load`, `np.ma.core.np.load`; NKI's own `nl.load` stays allowed);
+- assigning to or deleting any attribute: a kernel writes tensors, never another object's
+  attributes (that is how a module, a timer or `torch.cuda.synchronize` gets patched);
+- defining `__torch_function__` or `__torch_dispatch__` (a tensor subclass that answers the
+  harness's own torch calls, or defers work past the timer);
+- using an imported module other than as `module.<name>`: a module held in a variable hides
+  its attributes from the check.
 
 Triton kernels (the `triton` dialect) may import torch and triton instead of NKI; torch's and
-triton's doors to files, other processes, foreign code, other streams and the autotuner are
-refused by their full dotted path, and these modules may only be used as `module.<name>`, so
-that no alias escapes the check.
+triton's doors to files, other processes, foreign code, other streams, global state and the
+autotuner are refused by their full dotted path. Outside @triton.jit functions, torch may
+only allocate, view and query tensors (TORCH_ALLOWED, and no compute method or `@`) unless
+the task allows torch compute; the kernel child checks the same at run time, op by op
+(nkibench.backends.triton.torch_guard).
+
+NKI kernels may not touch nkisim's own storage behind a tensor (`.data`, `.alloc`...): that
+would compute with NumPy beside the simulator, which then counts no instruction.
+
+A list of names can never be complete (typing holds `re`, which holds `enum`, which holds
+builtins as `bltns`), so the kernel's child runs check_resolved too, before any kernel code:
+every attribute chain on an imported module is followed on the real modules, and a chain that
+reaches a module outside the dialect's packages, or numpy's file functions from anywhere, or
+nkisim's own internals, is refused ("rejected") there.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import types
 from dataclasses import dataclass
 
 from nkibench.dialects import get_dialect
-from nkibench.errors import ErrorKind
+from nkibench.errors import ErrorKind, KernelError
 
 __all__ = [
     "FORBIDDEN_ATTRIBUTES",
+    "FORBIDDEN_MODULE_ATTRIBUTES",
     "FORBIDDEN_NAMES",
     "FORBIDDEN_NUMPY_ATTRIBUTES",
     "FORBIDDEN_PATHS",
+    "INTROSPECTION_ATTRIBUTES",
+    "NKISIM_INTERNALS",
+    "TENSOR_COMPUTE_METHODS",
+    "TORCH_ALLOWED",
     "Violation",
+    "check_resolved",
     "check_source",
     "module_allowed",
     "violation_kind",
@@ -37,6 +71,7 @@ FORBIDDEN_PATHS = (
     "torch.load",
     "torch.save",
     "torch.from_file",
+    "torch.serialization",
     "torch.hub",
     "torch.utils",
     "torch.library",
@@ -47,27 +82,44 @@ FORBIDDEN_PATHS = (
     "torch.distributed",
     "torch.jit",
     "torch.compile",
+    "torch.compiler",
+    "torch.fx",
+    "torch.export",
+    "torch.onnx",
+    "torch.profiler",
+    "torch.autograd",
+    "torch.overrides",
+    "torch.testing",
+    "torch.futures",
     "torch.backends",
+    "torch.use_deterministic_algorithms",
     "torch.set_default_device",
     "torch.set_default_dtype",
+    "torch.set_rng_state",
+    "torch.cuda.set_device",
     "torch.manual_seed",
     "torch.seed",
-    "torch.set_rng_state",
     "torch.random",
-    "torch.cuda.set_device",
     "torch.cuda.manual_seed",
     "torch.cuda.memory",
     "torch.cuda.empty_cache",
+    "torch.cuda.jiterator",
+    "torch.cuda.tunable",
+    "torch.cuda.profiler",
     # work outside the stream the harness times
     "torch.cuda.Stream",
     "torch.cuda.stream",
     "torch.cuda.set_stream",
+    "torch.cuda.streams",
     "torch.cuda.ExternalStream",
     "torch.cuda.graph",
+    "torch.cuda.graphs",
     "torch.cuda.CUDAGraph",
     "torch.cuda.Event",
     "torch.cuda.synchronize",
     "torch.Stream",
+    "torch.accelerator",
+    "torch.get_device_module",
     # the compiler's and the runtime's internals, the autotuner (timing runs of its own)
     "triton.runtime",
     "triton.compiler",
@@ -82,6 +134,108 @@ FORBIDDEN_PATHS = (
     "triton.language.make_block_ptr",
     "triton.language.advance",
     "triton.language.make_tensor_descriptor",
+)
+"""Refused with everything under them. Besides these, any `torch.<...>.set_*` is refused (torch's
+global state: default device and dtype, threads, precision, the current stream)."""
+
+TORCH_ALLOWED = frozenset(
+    {
+        # allocation
+        "torch.empty",
+        "torch.empty_like",
+        "torch.empty_strided",
+        "torch.zeros",
+        "torch.zeros_like",
+        "torch.ones",
+        "torch.ones_like",
+        "torch.full",
+        "torch.full_like",
+        # types and dtypes
+        "torch.Tensor",
+        "torch.Size",
+        "torch.dtype",
+        "torch.device",
+        "torch.finfo",
+        "torch.iinfo",
+        "torch.float32",
+        "torch.float",
+        "torch.float16",
+        "torch.half",
+        "torch.bfloat16",
+        "torch.float64",
+        "torch.double",
+        "torch.float8_e4m3fn",
+        "torch.float8_e5m2",
+        "torch.int8",
+        "torch.int16",
+        "torch.int32",
+        "torch.int",
+        "torch.int64",
+        "torch.long",
+        "torch.uint8",
+        "torch.bool",
+        # queries
+        "torch.is_tensor",
+        "torch.is_floating_point",
+        "torch.numel",
+        "torch.no_grad",
+        "torch.cuda.is_available",
+        "torch.cuda.current_device",
+        "torch.cuda.device_count",
+        "torch.cuda.get_device_properties",
+        "torch.cuda.get_device_capability",
+        "torch.cuda.get_device_name",
+    }
+)
+"""What a Triton task's run() may use of the torch module unless the task allows torch compute:
+allocation, types and queries. Tensor methods that view and query (`.view`, `.reshape`,
+`.contiguous`, `.stride()`, `.shape`, `.numel()`...) are not listed: on an unknown object the
+check refuses compute methods by name instead (TENSOR_COMPUTE_METHODS), and the kernel child
+refuses every aten op outside its allowed set at run time."""
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+_TENSOR_COMPUTE = _words(
+    # element-wise math
+    "abs absolute acos acosh asin asinh atan atan2 atanh ceil clamp clamp_max clamp_min clip "
+    "cos cosh erf erfc erfinv exp exp2 expm1 floor frac lerp lgamma log log10 log1p log2 logit "
+    "nan_to_num neg negative pow reciprocal relu round rsqrt sigmoid sign sin sinh sqrt square "
+    "tan tanh trunc "
+    # arithmetic
+    "add sub subtract mul multiply div divide true_divide floor_divide fmod remainder addcmul "
+    "addcdiv hypot maximum minimum fmax fmin logaddexp "
+    # matmuls
+    "matmul mm bmm mv dot vdot addmm addbmm baddbmm addmv addr outer inner kron "
+    # reductions and normalisations
+    "sum mean prod max min amax amin aminmax argmax argmin std var norm logsumexp cumsum "
+    "cumprod cummax cummin all any nansum nanmean median quantile count_nonzero softmax "
+    "log_softmax topk kthvalue "
+    # comparisons and selection
+    "eq ne lt le gt ge greater less isclose isnan isinf isfinite equal allclose where "
+    "masked_fill masked_scatter masked_select gather scatter scatter_add scatter_reduce "
+    "index_select index_add index_copy index_fill index_put put take take_along_dim nonzero "
+    "bitwise_and bitwise_or bitwise_xor bitwise_not logical_and logical_or logical_xor "
+    "logical_not "
+    # new data from old
+    "repeat repeat_interleave tile flip roll rot90 tril triu "
+    # casts, and tensor data read on the host
+    "to type type_as float double half bfloat16 int long short bool byte char cpu cuda numpy "
+    "tolist item "
+    # in place only
+    "fill_ zero_ copy_ set_ uniform_ normal_ random_ bernoulli_ exponential_"
+)
+TENSOR_COMPUTE_METHODS = frozenset(
+    {*_TENSOR_COMPUTE, *(f"{n}_" for n in _TENSOR_COMPUTE if not n.endswith("_"))}
+)
+"""Tensor methods that compute (or read tensor data on the host), refused by name outside
+@triton.jit functions unless the task allows torch compute. (Triton's own tensors have some of
+these names, e.g. `x.to(tl.float32)`: the check leaves @triton.jit bodies alone.)"""
+TORCH_COMPUTE_HINT = (
+    "a Triton task's run() may use torch only to allocate, view and query tensors; compute in "
+    "a @triton.jit kernel (or set allow_torch_compute = true in task.toml)"
 )
 
 FORBIDDEN_NAMES = frozenset(
@@ -109,7 +263,8 @@ FORBIDDEN_NAMES = frozenset(
     }
 )
 
-# numpy's ways to files, pickles, pointers and foreign code: refused on the numpy module.
+# numpy's ways to files, pickles, pointers, foreign code and its own build: refused anywhere
+# under numpy (`np.load`, `np.ma.core.np.load`), but not elsewhere (NKI has nl.load)
 FORBIDDEN_NUMPY_ATTRIBUTES = frozenset(
     {
         "load",
@@ -117,12 +272,6 @@ FORBIDDEN_NUMPY_ATTRIBUTES = frozenset(
         "savez",
         "savez_compressed",
         "savetxt",
-        "loadtxt",
-        "genfromtxt",
-        "fromfile",
-        "fromregex",
-        "memmap",
-        "DataSource",
         "ctypeslib",
         "lib",
         "testing",
@@ -133,8 +282,75 @@ FORBIDDEN_NUMPY_ATTRIBUTES = frozenset(
         "get_include",
     }
 )
-# ndarray methods reaching files or raw pointers: refused on any object.
-FORBIDDEN_ATTRIBUTES = frozenset({"tofile", "dump", "dumps", "ctypes", "open_memmap"})
+# methods and functions reaching files, raw pointers or code from a string: refused on any
+# object (np.rec.fromfile, np.core.records.fromfile, torch.UntypedStorage.from_file, the
+# evaluators of string annotations...)
+FORBIDDEN_ATTRIBUTES = frozenset(
+    {
+        "tofile",
+        "dump",
+        "dumps",
+        "ctypes",
+        "open_memmap",
+        "fromfile",
+        "fromregex",
+        "fromtextfile",
+        "genfromtxt",
+        "loadtxt",
+        "memmap",
+        "DataSource",
+        "from_file",
+        # typing's and functools' evaluators of string annotations: eval() in disguise
+        "get_type_hints",
+        "singledispatch",
+        "singledispatchmethod",
+        "evaluate_forward_ref",
+    }
+)
+# frames, tracebacks, generators' and coroutines' frames, code objects: the way from a kernel's
+# frame to the harness's frames, their locals and their unrestricted builtins
+INTROSPECTION_ATTRIBUTES = frozenset(
+    {
+        "gi_frame",
+        "gi_code",
+        "gi_yieldfrom",
+        "cr_frame",
+        "cr_code",
+        "cr_await",
+        "ag_frame",
+        "ag_code",
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "f_code",
+        "tb_frame",
+        "tb_next",
+        "co_code",
+    }
+)
+# the standard library's modules that reach the process, files, the network, other objects by
+# name or the interpreter's state; other modules hold them as attributes (`typing.sys`,
+# `np.ma.core.builtins`, `torch.os`), so they are refused as an attribute of anything
+FORBIDDEN_MODULE_ATTRIBUTES = frozenset(
+    _words(
+        "sys os posix nt posixpath ntpath genericpath builtins subprocess importlib imp pkgutil "
+        "runpy zipimport gc inspect types operator ctypes socket socketserver ssl selectors "
+        "asyncio asynchat asyncore concurrent threading multiprocessing signal faulthandler "
+        "atexit io pathlib shutil tempfile glob fileinput filecmp linecache tokenize codecs mmap "
+        "pickle pickletools marshal shelve dbm sqlite3 copyreg traceback tracemalloc weakref "
+        "logging resource fcntl termios pty tty pwd grp getpass platform sysconfig site code "
+        "codeop pdb bdb dis cProfile profile pstats zipfile tarfile gzip bz2 lzma urllib http "
+        "ftplib smtplib poplib imaplib telnetlib webbrowser xmlrpc string unittest doctest pydoc "
+        "distutils"
+    )
+)
+NKISIM_INTERNALS = frozenset(
+    {"data", "alloc", "box", "dims", "producer", "valid", "base", "arrays"}
+)
+"""nkisim's storage and bookkeeping behind an NKI tensor (not part of NKI): refused in NKI
+kernels, which would otherwise compute with NumPy where the simulator counts nothing."""
+TENSOR_HOOKS = frozenset({"__torch_function__", "__torch_dispatch__"})
 
 
 @dataclass(frozen=True)
@@ -157,13 +373,54 @@ def _forbidden_path(path: str) -> str | None:
     return None
 
 
+def _global_setter(path: str) -> bool:
+    """`torch.set_default_dtype`, `torch.cuda.set_sync_debug_mode`...: global state."""
+    parts = path.split(".")
+    return parts[0] in ("torch", "triton") and parts[-1].startswith("set_")
+
+
+def _attribute_problem(name: str, dialect: str) -> str | None:
+    """What is wrong with `.name` on any object (None: nothing)."""
+    if name.startswith("_"):
+        return f"attribute `.{name}` is not allowed (no underscore names)"
+    if name in FORBIDDEN_ATTRIBUTES:
+        return f"`.{name}` (files, pickles, pointers or code from text) is not allowed"
+    if name in INTROSPECTION_ATTRIBUTES:
+        return (
+            f"`.{name}` (frames, tracebacks and code objects) is not allowed: a kernel may not "
+            "inspect the interpreter"
+        )
+    if name in FORBIDDEN_MODULE_ATTRIBUTES:
+        return f"`.{name}` is the standard library's {name} module, which a kernel may not use"
+    if dialect == "nki" and name in NKISIM_INTERNALS:
+        return (
+            f"`.{name}` is nkisim's own storage behind a tensor, not NKI: move data with "
+            "nl.load / nl.store (or nisa.dma_copy) and compute with nl.* / nisa.*"
+        )
+    return None
+
+
 class _Checker(ast.NodeVisitor):
-    def __init__(self, dialect: str, aliases: dict[str, str]) -> None:
+    def __init__(
+        self,
+        dialect: str,
+        aliases: dict[str, str],
+        modules: dict[str, str],
+        jit_names: frozenset[str],
+        torch_compute: bool,
+    ) -> None:
         self.violations: list[Violation] = []
         self.dialect = dialect
         self.aliases = aliases
         """Names bound to guarded modules → the module's dotted name."""
+        self.modules = modules
+        """Names bound to any imported module → its dotted name (paths on them are modules')."""
+        self.jit_names = jit_names
+        """Decorator paths that make a @triton.jit function."""
+        self.torch_compute = torch_compute or dialect != "triton"
+        """Whether torch may compute outside @triton.jit functions."""
         self._receivers: set[int] = set()
+        self._jit_depth = 0
 
     def _flag(self, node: ast.AST, problem: str) -> None:
         self.violations.append(Violation(getattr(node, "lineno", 0), problem))
@@ -186,10 +443,10 @@ class _Checker(ast.NodeVisitor):
                 if alias.name == "*":
                     self._flag(node, "`import *` is not allowed")
                 elif (
-                    alias.name.startswith("_")
-                    or numpy_io
-                    or alias.name in FORBIDDEN_ATTRIBUTES
+                    numpy_io
                     or _forbidden_path(full)
+                    or _attribute_problem(alias.name, self.dialect)
+                    or self._torch_refused(full)
                 ):
                     self._flag(node, f"import of {full!r} is not allowed")
         self.generic_visit(node)
@@ -208,61 +465,135 @@ class _Checker(ast.NodeVisitor):
             )
         self.generic_visit(node)
 
-    def _dotted(self, node: ast.Attribute) -> str | None:
+    def _dotted(self, node: ast.Attribute, names: dict[str, str]) -> str | None:
         """`tl.make_block_ptr` → "triton.language.make_block_ptr" (None: not on a module)."""
         parts = [node.attr]
         value = node.value
         while isinstance(value, ast.Attribute):
             parts.append(value.attr)
             value = value.value
-        if isinstance(value, ast.Name) and value.id in self.aliases:
-            return ".".join([self.aliases[value.id], *reversed(parts)])
+        if isinstance(value, ast.Name) and value.id in names:
+            return ".".join([names[value.id], *reversed(parts)])
         return None
 
+    def _torch_refused(self, path: str) -> bool:
+        """A torch path outside the allocation, view and query set, where that matters."""
+        root = path.split(".", maxsplit=1)[0]
+        return not self.torch_compute and root == "torch" and path not in TORCH_ALLOWED
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        inner = id(node) in self._receivers  # the outer attribute of its chain checks the path
         self._receivers.add(id(node.value))
-        on_numpy = isinstance(node.value, ast.Name) and self.aliases.get(node.value.id) == "numpy"
-        path = self._dotted(node)
+        path = self._dotted(node, self.aliases)
         forbidden = _forbidden_path(path) if path else None
-        if path and isinstance(node.ctx, ast.Store | ast.Del):
+        numpy_path = path is not None and path.split(".")[0] == "numpy"
+        problem = _attribute_problem(node.attr, self.dialect)
+        if isinstance(node.ctx, ast.Store | ast.Del):
+            target = path or ast.unparse(node)
             self._flag(
-                node, f"`{path}` may not be replaced: a kernel leaves its modules as they are"
+                node,
+                f"`{target}` may not be replaced: a kernel writes tensors, never the attributes "
+                "of modules or other objects (that is how modules and timers get patched)",
             )
         elif forbidden and path == forbidden:
             self._flag(node, f"`{forbidden}` is not allowed in a kernel")
-        elif node.attr.startswith("_"):
-            self._flag(node, f"attribute `.{node.attr}` is not allowed (no underscore names)")
-        elif node.attr in FORBIDDEN_ATTRIBUTES or (
-            on_numpy and node.attr in FORBIDDEN_NUMPY_ATTRIBUTES
-        ):
+        elif problem:
+            self._flag(node, problem)
+        elif numpy_path and node.attr in FORBIDDEN_NUMPY_ATTRIBUTES:
             self._flag(node, f"`.{node.attr}` (files, pickles or pointers) is not allowed")
+        elif path and not forbidden and not inner and _global_setter(path):
+            self._flag(node, f"`{path}` changes torch's or triton's global state")
+        elif path and not forbidden and not inner and self._torch_refused(path):
+            self._flag(node, f"`{path}` is not an allocation, view or query: {TORCH_COMPUTE_HINT}")
+        elif (
+            not self.torch_compute
+            and not self._jit_depth
+            and node.attr in TENSOR_COMPUTE_METHODS
+            and self._dotted(node, self.modules) is None
+        ):
+            self._flag(
+                node,
+                f"`.{node.attr}` computes with PyTorch outside a @triton.jit kernel: "
+                f"{TORCH_COMPUTE_HINT}",
+            )
         self.generic_visit(node)
 
+    def _matmul(self, node: ast.BinOp | ast.AugAssign) -> None:
+        if not self.torch_compute and not self._jit_depth and isinstance(node.op, ast.MatMult):
+            self._flag(
+                node,
+                f"`@` is a PyTorch matmul outside a @triton.jit kernel: {TORCH_COMPUTE_HINT}",
+            )
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        self._matmul(node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._matmul(node)
+        self.generic_visit(node)
+
+    def _is_jit(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if isinstance(target, ast.Name) and target.id in self.jit_names:
+                return True
+            if isinstance(target, ast.Attribute) and self._dotted(target, self.modules) in (
+                "triton.jit",
+            ):
+                return True
+        return False
+
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._function(node)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self._function(node)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for name in (node.name, *(a.arg for a in node.args.args + node.args.kwonlyargs)):
             if name in FORBIDDEN_NAMES:
                 self._flag(node, f"`{name}` is not allowed in a kernel")
+        if node.name in TENSOR_HOOKS:
+            self._flag(
+                node,
+                f"defining `{node.name}` is not allowed: a tensor subclass that intercepts torch "
+                "calls answers the harness's checks itself (or defers work past the timer)",
+            )
+        jit = self._is_jit(node)
+        self._jit_depth += jit
         self.generic_visit(node)
+        self._jit_depth -= jit
 
 
-def _module_aliases(tree: ast.Module, dialect_name: str) -> dict[str, str]:
-    """Names bound to guarded modules: `import torch`, `import triton.language as tl`,
+def _module_aliases(tree: ast.Module, modules: tuple[str, ...]) -> dict[str, str]:
+    """Names bound to the given modules: `import torch`, `import triton.language as tl`,
     `from triton import language as tl`."""
-    guarded = get_dialect(dialect_name).guarded_modules
     aliases: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
-                if a.name in guarded:
+                if a.name in modules:
                     # `import triton.language` binds `triton`; `import ... as x`, the module
                     root = a.name.split(".")[0]
                     aliases[a.asname or root] = a.name if a.asname else root
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for a in node.names:
                 full = f"{node.module}.{a.name}"
-                if full in guarded:
+                if full in modules:
                     aliases[a.asname or a.name] = full
     return aliases
+
+
+def _jit_names(tree: ast.Module) -> frozenset[str]:
+    """Names bound to triton.jit by `from triton import jit [as x]`."""
+    return frozenset(
+        a.asname or a.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "triton" and not node.level
+        for a in node.names
+        if a.name == "jit"
+    )
 
 
 def violation_kind(violations: list[Violation]) -> ErrorKind:
@@ -272,15 +603,172 @@ def violation_kind(violations: list[Violation]) -> ErrorKind:
     )
 
 
-def check_source(source: str, filename: str = "kernel.py", dialect: str = "nki") -> list[Violation]:
+def check_source(
+    source: str, filename: str = "kernel.py", dialect: str = "nki", *, torch_compute: bool = False
+) -> list[Violation]:
     """The violations of the allow-list in a kernel's source (empty: allowed).
 
-    A syntax error is reported as a violation too, so callers get one list to show.
+    `torch_compute`: the task lets a Triton kernel's run() compute with PyTorch
+    (task.toml's allow_torch_compute). A syntax error is reported as a violation too, so
+    callers get one list to show.
     """
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as e:
         return [Violation(e.lineno or 0, f"SyntaxError: {e.msg}")]
-    checker = _Checker(dialect, _module_aliases(tree, dialect))
+    record = get_dialect(dialect)
+    checker = _Checker(
+        dialect,
+        _module_aliases(tree, record.guarded_modules),
+        _module_aliases(tree, record.allowed_modules),
+        _jit_names(tree),
+        torch_compute,
+    )
     checker.visit(tree)
     return checker.violations
+
+
+def _reachable_module(name: str, dialect: str) -> bool:
+    """A module a kernel of `dialect` may reach through attributes: one it may import, or one
+    inside the dialect's packages."""
+    record = get_dialect(dialect)
+    return name in record.allowed_modules or any(
+        name == root or name.startswith(root + ".") for root in record.package_roots
+    )
+
+
+def _import_bindings(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
+    """Names bound by imports → (module, attribute or None)."""
+    bound: dict[str, tuple[str, str | None]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    bound[a.asname] = (a.name, None)
+                else:
+                    bound[a.name.split(".")[0]] = (a.name.split(".")[0], None)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                if a.name != "*":
+                    bound[a.asname or a.name] = (node.module, a.name)
+    return bound
+
+
+class _Resolver:
+    """Follows attribute chains on the real modules (inside the kernel's child only)."""
+
+    def __init__(self, dialect: str, torch_compute: bool) -> None:
+        self.dialect = dialect
+        self.torch_compute = torch_compute or dialect != "triton"
+        self.violations: list[Violation] = []
+
+    def step(self, node: ast.AST, holder: object, path: str, attr: str, written: str) -> object:
+        """`holder.attr` (holder's canonical path `path`), or raises _Stop after a violation
+        or where the chain cannot be followed without running the kernel."""
+        full = f"{path}.{attr}"
+        on_numpy = isinstance(holder, types.ModuleType) and holder.__name__.startswith("numpy")
+        if on_numpy and attr in FORBIDDEN_NUMPY_ATTRIBUTES:
+            return self.refuse(node, f"`{written}` is numpy's {attr} (files, pickles or pointers)")
+        try:
+            value = getattr(holder, attr)
+        except KernelError as e:
+            if e.kind == "rejected":
+                return self.refuse(node, e.message)
+            raise _Stop from None
+        except Exception:
+            raise _Stop from None  # running it raises the same, with the kernel's line
+        if isinstance(value, types.ModuleType):
+            if not _reachable_module(value.__name__, self.dialect):
+                return self.refuse(
+                    node, f"`{written}` is the module {value.__name__}, which a kernel may not use"
+                )
+            full = value.__name__
+        forbidden = _forbidden_path(full)
+        if forbidden or _global_setter(full):
+            return self.refuse(node, f"`{written}` is {full}, which a kernel may not use")
+        return value
+
+    def refuse(self, node: ast.AST, problem: str) -> object:
+        self.violations.append(Violation(getattr(node, "lineno", 0), problem))
+        raise _Stop
+
+    def root(self, node: ast.AST, name: str, module: str, attr: str | None) -> tuple[object, str]:
+        try:
+            value: object = importlib.import_module(module)
+        except Exception:
+            raise _Stop from None
+        if attr is None:
+            return value, module
+        return self.step(node, value, module, attr, f"{module}.{attr}"), f"{module}.{attr}"
+
+
+class _Stop(Exception):
+    """A chain that is refused, or that cannot be followed before the kernel runs."""
+
+
+def check_resolved(
+    source: str, dialect: str = "nki", *, torch_compute: bool = False
+) -> list[Violation]:
+    """The attribute chains of a kernel that passed check_source, followed on the real
+    modules: every module a chain reaches must be one the kernel may use (`typing.stdlib_re`
+    is `re`, whose `enum.bltns` is `builtins`: no name list sees that), and numpy's file
+    functions stay refused wherever numpy is reached from (`nl.np.load`). It imports the
+    kernel's modules, so it runs in the kernel's child, after nkisim's shadow modules are
+    installed and before the kernel's own code runs."""
+    tree = ast.parse(source)
+    bindings = _import_bindings(tree)
+    resolver = _Resolver(dialect, torch_compute)
+    roots: dict[str, tuple[object, str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for a in node.names:
+                name = a.asname or a.name.split(".")[0]
+                if name in bindings and name not in roots:
+                    try:
+                        roots[name] = resolver.root(node, name, *bindings[name])
+                    except _Stop:
+                        continue
+    receivers: set[int] = set()
+    for node in ast.walk(tree):  # outer attributes come before their receivers
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            bound = roots.get(node.id)
+            if bound and isinstance(bound[0], types.ModuleType) and id(node) not in receivers:
+                resolver.violations.append(Violation(node.lineno, _module_value(node.id, bound[1])))
+            continue
+        if not isinstance(node, ast.Attribute):
+            continue
+        receivers.add(id(node.value))
+        if id(node) in receivers:
+            continue
+        chain: list[str] = []
+        value: ast.expr = node
+        while isinstance(value, ast.Attribute):
+            chain.append(value.attr)
+            value = value.value
+        if not (isinstance(value, ast.Name) and value.id in roots):
+            continue
+        holder, path = roots[value.id]
+        written = value.id
+        try:
+            for attr in reversed(chain):
+                written = f"{written}.{attr}"
+                holder = resolver.step(node, holder, path, attr, written)
+                path = _canonical(holder, f"{path}.{attr}")
+        except _Stop:
+            continue
+        if isinstance(holder, types.ModuleType):  # `m = np.ma`: a module held as a value
+            resolver.violations.append(Violation(node.lineno, _module_value(written, path)))
+    return resolver.violations
+
+
+def _module_value(written: str, module: str) -> str:
+    return (
+        f"`{written}` is the module {module}, which a kernel may only use as "
+        f"{written}.<name> (held as a value, its attributes are out of the check's sight)"
+    )
+
+
+def _canonical(value: object, path: str) -> str:
+    """A module's own name (`typing.stdlib_re` is `re`); anything else, the path it was
+    reached by."""
+    return value.__name__ if isinstance(value, types.ModuleType) else path

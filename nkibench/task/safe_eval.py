@@ -7,7 +7,7 @@ import ast
 import operator
 from collections.abc import Callable, Mapping
 
-__all__ = ["UnsafeExpression", "evaluate", "module_constants"]
+__all__ = ["UnsafeExpression", "bound_names", "evaluate", "module_bindings", "module_constants"]
 
 Number = int | float
 
@@ -60,23 +60,86 @@ def evaluate(expression: str, names: Mapping[str, Number]) -> Number:
     return _eval(tree, names)
 
 
-def module_constants(tree: ast.Module) -> dict[str, Number]:
-    """Module-level `NAME = <arithmetic>` assignments, evaluated in order.
+def bound_names(target: ast.expr) -> list[str]:
+    """The names an assignment target binds: `N`, `ROWS, COLS`, `(A, B), C`, `*rest`."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [name for element in target.elts for name in bound_names(element)]
+    if isinstance(target, ast.Starred):
+        return bound_names(target.value)
+    return []
 
-    Assignments that are not plain arithmetic over earlier constants are skipped.
+
+def module_bindings(statement: ast.stmt) -> list[str]:
+    """The module-level names an assignment statement binds (empty for other statements)."""
+    if isinstance(statement, ast.Assign):
+        return [name for target in statement.targets for name in bound_names(target)]
+    if isinstance(statement, ast.AnnAssign | ast.AugAssign):
+        return bound_names(statement.target)
+    return []
+
+
+def _unpack(target: ast.expr, value: ast.expr, names: Mapping[str, Number]) -> dict[str, Number]:
+    """`target = value` evaluated: every name of the target with its number. A value that is not
+    plain arithmetic, or a tuple that does not match the target's shape, raises
+    UnsafeExpression."""
+    if isinstance(target, ast.Name):
+        return {target.id: _eval(value, names)}
+    if (
+        isinstance(target, ast.Tuple | ast.List)
+        and isinstance(value, ast.Tuple | ast.List)
+        and len(target.elts) == len(value.elts)
+        and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))
+    ):
+        bound: dict[str, Number] = {}
+        for element, item in zip(target.elts, value.elts, strict=True):
+            # Python evaluates the whole right-hand side before it binds anything
+            bound |= _unpack(element, item, names)
+        return bound
+    raise UnsafeExpression(f"{ast.unparse(target)} = {ast.unparse(value)} is not plain arithmetic")
+
+
+def _statement_values(statement: ast.stmt, names: Mapping[str, Number]) -> dict[str, Number]:
+    if isinstance(statement, ast.Assign):
+        bound: dict[str, Number] = {}
+        for target in statement.targets:  # `A = B = 4` binds both
+            bound |= _unpack(target, statement.value, names)
+        return bound
+    if isinstance(statement, ast.AnnAssign) and statement.value is not None:
+        return _unpack(statement.target, statement.value, names)
+    if isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
+        current = ast.Name(statement.target.id, ast.Load())
+        return _unpack(statement.target, ast.BinOp(current, statement.op, statement.value), names)
+    raise UnsafeExpression("not an assignment of numbers")
+
+
+def module_constants(
+    tree: ast.Module, overrides: Mapping[str, Number] | None = None
+) -> dict[str, Number]:
+    """Module-level numeric constants, evaluated in order as Python would bind them: `N = 8`,
+    `N: int = 8`, `ROWS, COLS = 300, 1000`, `A = B = 4`, `N += 1`.
+
+    `overrides` (a shape set) replace a name's value at every binding of it, as load_reference
+    does when it runs the module, so constants derived from it follow. A name bound to
+    something other than plain arithmetic over earlier constants is not a constant (and a
+    later such binding forgets an earlier number).
     """
+    given = dict(overrides or {})
     constants: dict[str, Number] = {}
     for statement in tree.body:
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-            target, value = statement.targets[0], statement.value
-        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
-            target, value = statement.target, statement.value
-        else:
-            continue
-        if not isinstance(target, ast.Name):
+        names = module_bindings(statement)
+        if not names:
             continue
         try:
-            constants[target.id] = _eval(value, constants)
+            values = _statement_values(statement, constants)
         except UnsafeExpression:
-            continue
+            values = {}
+        for name in names:
+            if name in given:
+                constants[name] = given[name]
+            elif name in values:
+                constants[name] = values[name]
+            else:
+                constants.pop(name, None)
     return constants

@@ -11,7 +11,9 @@ An NKI task (the default):
 
 A Triton task (`backend = "triton"` in task.toml, which is then required with `dtype` and
 the roofline's counts):
-    <task>/kernel.py      `run(*inputs)`: launches @triton.jit kernels, returns the outputs
+    <task>/kernel.py      `run(*inputs)`: launches @triton.jit kernels, returns the outputs;
+                          torch there only allocates, views and queries tensors unless
+                          task.toml says `allow_torch_compute = true`
     <task>/reference.py   module-level shape constants, get_inputs() returning torch tensors
                           (torch.manual_seed is set per seed), forward(*inputs) in PyTorch
 
@@ -50,7 +52,13 @@ from typing import Any
 from nkibench.backends import BACKENDS, dialect_of_backend
 from nkibench.dialects import get_dialect
 from nkibench.errors import TaskError
-from nkibench.task.safe_eval import Number, UnsafeExpression, evaluate, module_constants
+from nkibench.task.safe_eval import (
+    Number,
+    UnsafeExpression,
+    evaluate,
+    module_bindings,
+    module_constants,
+)
 
 __all__ = [
     "DEFAULT_SEEDS",
@@ -134,6 +142,9 @@ class TaskSpec:
     memory_mb: int = DEFAULT_MEMORY_MB
     strict_capacity: bool = False
     tunables: dict[str, list[Any]] = field(default_factory=dict)
+    allow_torch_compute: bool = False
+    """A Triton task whose run() may compute with PyTorch (by default torch only allocates,
+    views and queries tensors there, and every computation runs in Triton kernels)."""
     content_hash: str = ""
 
     @property
@@ -159,8 +170,12 @@ class TaskSpec:
         return self.shape_sets[shapes]
 
     def shape_values(self, shapes: str) -> dict[str, Number]:
-        """The constants of reference.py under a shape set."""
-        return {**self.constants, **self.overrides(shapes)}
+        """The constants of reference.py under a shape set: the set's values, and every
+        constant derived from them recomputed (as the reference sees them when it runs)."""
+        overrides = self.overrides(shapes)
+        if not overrides:
+            return dict(self.constants)
+        return module_constants(ast.parse(self.reference_source), overrides)
 
     def timeout_for(self, shapes: str) -> float:
         return self.timeout_s.get(shapes, self.timeout_s.get("*", DEFAULT_TIMEOUT_S["*"]))
@@ -322,13 +337,7 @@ def _check_reference(path: Path, tree: ast.Module) -> None:
         raise TaskError(
             f"{path} line {functions['get_inputs'].lineno}: get_inputs() must take no arguments"
         )
-    names = {
-        t.id
-        for s in tree.body
-        if isinstance(s, ast.Assign | ast.AnnAssign)
-        for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
-        if isinstance(t, ast.Name)
-    }
+    names = {name for s in tree.body for name in module_bindings(s)}
     for optional in ("transform_to_nki_inputs", "transform_nki_outputs"):
         if optional in names and optional not in functions:
             raise TaskError(f"{path}: `{optional}` must be a function")
@@ -346,16 +355,18 @@ _TOP_KEYS = (
     "roofline",
     "limits",
     "tunables",
+    "allow_torch_compute",
 )
 
 
 class _TomlReader:
     """Reads task.toml section by section, naming the key of every problem."""
 
-    def __init__(self, path: Path, data: dict[str, Any], constants: dict[str, Number]) -> None:
+    def __init__(self, path: Path, data: dict[str, Any], reference: ast.Module) -> None:
         self.path = path
         self.data = data
-        self.constants = constants
+        self.reference = reference
+        self.constants = module_constants(reference)
         self.out: dict[str, Any] = {}
 
     def fail(self, where: str, problem: str) -> TaskError:
@@ -395,6 +406,15 @@ class _TomlReader:
             raise self.fail("dtype", f"must be one of {', '.join(TASK_DTYPES)}")
         if backend == "triton":
             self._triton_defaults()
+        if "allow_torch_compute" in self.data:
+            allow = self.data["allow_torch_compute"]
+            if not isinstance(allow, bool):
+                raise self.fail("allow_torch_compute", "must be true or false")
+            if allow and dialect_of_backend(backend) != "triton":
+                raise self.fail(
+                    "allow_torch_compute", "only a Triton task's run() can compute with PyTorch"
+                )
+            self.out["allow_torch_compute"] = allow
         if "weight" in self.data:
             self.out["weight"] = self.number("weight", self.data["weight"])
             if not (math.isfinite(self.out["weight"]) and self.out["weight"] > 0):
@@ -466,7 +486,7 @@ class _TomlReader:
                 raise self.fail(f"roofline.{key}", "must be a formula or a number")
             for overrides in [{}, *self.out["shape_sets"].values()]:
                 try:
-                    value = evaluate(str(expression), {**self.constants, **overrides})
+                    value = evaluate(str(expression), module_constants(self.reference, overrides))
                 except UnsafeExpression as e:
                     raise self.fail(f"roofline.{key}", str(e)) from None
                 if not (math.isfinite(value) and value >= 0):
@@ -514,14 +534,14 @@ class _TomlReader:
         self.out["tunables"] = tunables
 
 
-def _read_toml(path: Path, raw: bytes, constants: dict[str, Number]) -> dict[str, Any]:
+def _read_toml(path: Path, raw: bytes, reference: ast.Module) -> dict[str, Any]:
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise TaskError(f"{path}: not UTF-8") from None
     except tomllib.TOMLDecodeError as e:
         raise TaskError(f"{path}: {e}") from None
-    return _TomlReader(path, data, constants).read()
+    return _TomlReader(path, data, reference).read()
 
 
 def load_task(
@@ -547,7 +567,9 @@ def load_task(
     _check_reference(folder / REFERENCE_FILE, reference_tree)
     constants = module_constants(reference_tree)
     settings = (
-        _read_toml(folder / TOML_FILE, files[TOML_FILE], constants) if TOML_FILE in files else {}
+        _read_toml(folder / TOML_FILE, files[TOML_FILE], reference_tree)
+        if TOML_FILE in files
+        else {}
     )
     kernel_function: str = settings.pop("kernel_function", None) or _kernel_function(
         folder / KERNEL_FILE, kernel_tree, dialect_of_backend(settings.get("backend", "nkisim"))

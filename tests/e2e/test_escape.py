@@ -1,12 +1,14 @@
-"""Kernels that try to escape, run by the real daemon: contained by the OS sandbox, and their
-findings kept out of every record (issue 14, item 0).
+"""Task code that tries to escape, run by the real daemon: contained by the OS sandbox, and
+its findings kept out of every record (issue 14, item 0).
 
-The daemon has the LLM key in its environment (the compatibility route, the worst case): a
-kernel that read /proc/<daemon>/environ would have it. The escaping kernel
-(tests/data/escape/kernel.py) uses `import typing` alone to reach os, reads every
-/proc/*/environ it can, writes outside its work directory, connects to a listener on
-127.0.0.1, double-forks a `setsid` process meant to outlive it, and puts everything it found in
-its error message, which is recorded and would be shown to the fixer.
+The daemon has the LLM key in its environment (the compatibility route, the worst case): code
+that read /proc/<daemon>/environ would have it. A kernel can no longer run such code (the static
+check refuses `typing.sys.modules["os"]` and every other door it knows: tests/data/adversarial),
+so the escaping code is the task's own reference (tests/data/escape/reference.py), which runs
+unrestricted Python in the same kind of sandboxed child: it reads every /proc/*/environ it can,
+writes outside its work directory, connects to a listener on 127.0.0.1, double-forks a `setsid`
+process meant to outlive it, and puts everything it found in its error message, which is
+recorded.
 """
 
 from __future__ import annotations
@@ -55,10 +57,10 @@ def listener() -> Iterator[socket.socket]:
 
 def escape_task(folder: Path, outside: Path, port: int, tag: str) -> None:
     shutil.copytree(ESCAPE, folder)
-    kernel = (folder / "kernel.py").read_text()
-    kernel = kernel.replace('"/nonexistent/escaped.txt"', repr(str(outside)))
-    kernel = kernel.replace("PORT = 1", f"PORT = {port}").replace('"987654321"', repr(tag))
-    (folder / "kernel.py").write_text(kernel)
+    reference = (folder / "reference.py").read_text()
+    reference = reference.replace('"/nonexistent/escaped.txt"', repr(str(outside)))
+    reference = reference.replace("PORT = 1", f"PORT = {port}").replace('"987654321"', repr(tag))
+    (folder / "reference.py").write_text(reference)
 
 
 def recorded_texts(db: str) -> str:
@@ -95,12 +97,12 @@ def run_escape(
     return daemon, tag
 
 
-def test_the_escaping_kernel_is_contained(tmp_path: Path, listener: socket.socket) -> None:
+def test_the_escaping_task_code_is_contained(tmp_path: Path, listener: socket.socket) -> None:
     daemon, tag = run_escape(tmp_path, listener)
     profile = daemon.events(ProfileRecorded, task="escape")[0]
-    assert profile.error_kind == "runtime"
+    assert profile.error_kind == "task"
     message = profile.error_message or ""
-    assert "escaped:" in message  # the kernel ran, and what it found is in its message
+    assert "escaped:" in message  # the code ran, and what it found is in its message
     assert "no write" in message
     assert "no connection" in message
     assert KEY not in message
@@ -117,7 +119,7 @@ def test_the_escaping_kernel_is_contained(tmp_path: Path, listener: socket.socke
 def test_without_the_sandbox_the_key_it_reads_is_still_never_recorded(
     tmp_path: Path, listener: socket.socket
 ) -> None:
-    """ACCELOPT_SANDBOX=none: the kernel does read the daemon's environment, the key with it,
+    """ACCELOPT_SANDBOX=none: the task's code does read the daemon's environment, the key with it,
     and puts it in its error message; the scrubber takes it out before anything is written."""
     daemon, tag = run_escape(tmp_path, listener, ACCELOPT_SANDBOX="none")
     try:

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from nkibench.benchmarks.nki import suite_tasks
-from nkibench.sandbox.static_check import check_source, violation_kind
+from nkibench.sandbox.static_check import check_resolved, check_source, violation_kind
+from nkibench.suites import GPU_SUITE
+from tests.support.nki_helpers import shadow_modules
+
+__all__ = ["shadow_modules"]
 
 
 def test_every_suite_kernel_passes() -> None:
@@ -103,3 +107,154 @@ def test_triton_imports_outside_the_allow_list_are_refused() -> None:
     for statement in ("import os", "from torch import load", "import torch.utils"):
         source = f"{statement}\n" + TRITON_KERNEL
         assert check_source(source, dialect="triton"), statement
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        ("import typing\nos = typing.sys.modules['os']", "`.sys` is the standard library's sys"),
+        ("from typing import sys", "import of 'typing.sys' is not allowed"),
+        ("import numpy as np\nnp.rec.fromfile('x')", "`.fromfile`"),
+        ("import numpy as np\nnp.core.records.fromfile('x')", "`.fromfile`"),
+        ("def kernel(a):\n    return a.memmap('x')", "`.memmap`"),
+        ("import numpy as np\nnp.genfromtxt('/proc/1/environ')", "`.genfromtxt`"),
+        ("import numpy as np\nnp.DataSource(None)", "`.DataSource`"),
+        ("import numpy as np\nnp.ma.core.np.load('x')", "`.load` (files"),
+        ("import numpy as np\nnp.ma.core.builtins.open('x')", "`.builtins` is the standard"),
+        ("import typing\ntyping.get_type_hints(f, {})", "`.get_type_hints`"),
+        ("import functools\nfunctools.singledispatch(f)", "`.singledispatch`"),
+        ("from functools import singledispatch", "import of 'functools.singledispatch'"),
+        ("def kernel(g):\n    return g.gi_frame.f_back", "(frames, tracebacks and code objects)"),
+        ("def kernel(x):\n    return x.data", "`.data` is nkisim's own storage"),
+        ("def kernel(x):\n    x.alloc.pending = False", "`x.alloc.pending` may not be replaced"),
+        ("def kernel(x):\n    del x.shape", "`x.shape` may not be replaced"),
+        ("import nki.language as nl\nnl.affine_range = range", "`nki.language.affine_range` may"),
+        ("import nki.language as nl\nm = nl", "may only be used as nl.<name>"),
+        ("import math\nm = math", "the math module `math` may only be used as math.<name>"),
+    ],
+)
+def test_the_doors_without_underscores_are_refused(source: str, problem: str) -> None:
+    problems = [v.problem for v in check_source(source)]
+    assert any(problem in p for p in problems), problems
+
+
+TRITON_RUN = """\
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n).to(tl.float32)
+    y = tl.sum(x[:, None] @ x[None, :], axis=0).exp()
+    tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=offs < n)
+
+
+def run(x, w):
+    m, k = x.shape
+    out = torch.empty((m, w.shape[1]), dtype=x.dtype, device=x.device)
+    flat = x.reshape(-1).view(torch.int16).contiguous()
+    scale[(triton.cdiv(x.numel(), 256),)](flat, out.view(-1), x.stride(0), BLOCK=256)
+    width = math.sqrt(k) * torch.cuda.current_device() + x.T.shape[0] + x.dim()
+    return out
+"""
+
+
+def test_torch_in_run_may_allocate_view_and_query_and_triton_may_compute() -> None:
+    """Allocation, views and queries of torch in run(); anything Triton's own tensors do in
+    @triton.jit bodies (`.to`, `.exp()`, `@`), which share names with torch's compute."""
+    assert check_source(TRITON_RUN, dialect="triton") == []
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("y = torch.rsqrt(x)", "`torch.rsqrt` is not an allocation, view or query"),
+        ("y = x @ w", "`@` is a PyTorch matmul outside a @triton.jit kernel"),
+        ("y = torch.matmul(x, w)", "`torch.matmul` is not an allocation"),
+        ("y = torch.nn.functional.silu(x)", "`torch.nn.functional.silu` is not an allocation"),
+        ("y = x.sum(dim=1)", "`.sum` computes with PyTorch outside a @triton.jit kernel"),
+        ("y = x.float().exp()", "`.exp` computes with PyTorch"),
+        ("y = x.softmax(-1)", "`.softmax` computes with PyTorch"),
+        ("y = torch.where(x > 0, x, w)", "`torch.where` is not an allocation"),
+        ("y = x[0, 0].item()", "`.item` computes with PyTorch"),
+        ("x.zero_()", "`.zero_` computes with PyTorch"),
+        ("y = x.to(torch.float32)", "`.to` computes with PyTorch"),
+        ("from torch import rsqrt", "import of 'torch.rsqrt' is not allowed"),
+        ("torch.set_num_threads(1)", "`torch.set_num_threads` changes torch's or triton's global"),
+    ],
+)
+def test_torch_compute_in_run_is_refused_with_the_line_and_the_op(line: str, problem: str) -> None:
+    source = TRITON_RUN.replace("    return out\n", f"    {line}\n    return out\n")
+    violations = check_source(source, dialect="triton")
+    assert [v.problem for v in violations if problem in v.problem], violations
+    assert violations[0].line == source.splitlines().index(f"    {line}") + 1
+    assert violation_kind(violations) == "rejected"
+
+
+def test_a_task_that_allows_torch_compute_opens_no_other_door() -> None:
+    compute = TRITON_RUN.replace("    return out\n", "    return torch.rsqrt(x @ w).sum(1)\n")
+    assert check_source(compute, dialect="triton", torch_compute=True) == []
+    assert check_source(compute, dialect="triton")
+    for line, problem in [
+        ("s = torch.cuda.Stream()", "`torch.cuda.Stream` is not allowed"),
+        ("torch.cuda.synchronize = print", "`torch.cuda.synchronize` may not be replaced"),
+        ("c = torch.cuda\n    c.Event = object", "`c.Event` may not be replaced"),
+        ("torch.save(x, 'f')", "`torch.save` is not allowed"),
+        ("f = torch.overrides.TorchFunctionMode", "`torch.overrides` is not allowed"),
+    ]:
+        source = compute.replace("    return torch", f"    {line}\n    return torch")
+        problems = [v.problem for v in check_source(source, dialect="triton", torch_compute=True)]
+        assert any(problem in p for p in problems), (line, problems)
+
+
+def test_a_tensor_subclass_hook_is_refused() -> None:
+    source = TRITON_RUN + (
+        "\n\nclass Lazy(torch.Tensor):\n"
+        "    @classmethod\n"
+        "    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):\n"
+        "        return func(*args)\n"
+    )
+    problems = [v.problem for v in check_source(source, dialect="triton", torch_compute=True)]
+    assert any("defining `__torch_dispatch__` is not allowed" in p for p in problems), problems
+
+
+@pytest.mark.usefixtures("shadow_modules")
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        (
+            "import typing\nf = typing.stdlib_re.enum.bltns.open",
+            "`typing.stdlib_re` is the module re, which a kernel may not use",
+        ),
+        ("from typing import stdlib_re", "`typing.stdlib_re` is the module re"),
+        ("import nki.language as nl\nf = nl.np.load", "nl.np is nkisim's own, not part of NKI"),
+        ("import nki.language as nl\nm = nl.current()", "nl.current is nkisim's own"),
+        ("import neuronxcc.nki.isa as nisa\nm = nisa.ops", "nisa.ops is nkisim's own"),
+        ("from numpy import ma\nf = ma.core.np.load", "`ma.core.np.load` is numpy's load"),
+        ("from numpy import ma\nm = ma", "`ma` is the module numpy.ma, which a kernel may only"),
+        ("import numpy as np\nm = np.ma", "`np.ma` is the module numpy.ma"),
+    ],
+)
+def test_chains_are_followed_on_the_real_modules_before_the_kernel_runs(
+    source: str, problem: str
+) -> None:
+    """What no name list sees (check_resolved, in the kernel's child): where a chain really
+    leads, with nkisim's NKI modules as a kernel sees them."""
+    assert check_source(source) == []  # no name list sees it
+    problems = [v.problem for v in check_resolved(source)]
+    assert any(problem in p for p in problems), problems
+
+
+@pytest.mark.usefixtures("shadow_modules")
+def test_the_suite_kernels_pass_the_resolved_check_too() -> None:
+    for folder in suite_tasks():
+        assert check_resolved((folder / "kernel.py").read_text()) == [], folder.name
+    for folder in sorted(GPU_SUITE.iterdir()):
+        if (folder / "kernel.py").is_file():
+            source = (folder / "kernel.py").read_text()
+            assert check_resolved(source, "triton") == [], folder.name

@@ -3,6 +3,7 @@ file and the problem."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import time
@@ -12,7 +13,11 @@ import pytest
 
 from nkibench.benchmarks.nki import suite_tasks
 from nkibench.errors import TaskError
+from nkibench.sandbox.reference import load_reference
+from nkibench.suites import GPU_SUITE
+from nkibench.task.safe_eval import module_constants
 from nkibench.task.spec import FILE_LIMITS, FULL, folder_hash, load_task, read_task_files
+from tests.support import DATA
 
 REFERENCE = """\
 import numpy as np
@@ -151,6 +156,11 @@ TILE = [128, 256]
         (
             {"toml": "backend = 'triton'\ndtype = 'float32'\n[roofline]\nbytes = 'M'"},
             "no module-level function named `run`",
+        ),
+        ({"toml": "allow_torch_compute = 'yes'"}, "allow_torch_compute: must be true or false"),
+        (
+            {"toml": "allow_torch_compute = true"},
+            "allow_torch_compute: only a Triton task's run\\(\\) can compute with PyTorch",
         ),
     ],
 )
@@ -327,3 +337,79 @@ def test_a_fifo_or_a_folder_in_place_of_a_file_does_not_block_the_reader(tmp_pat
     (folder / "kernel.py").mkdir()
     with pytest.raises(TaskError, match=r"kernel.py: not a regular file"):
         load_task(folder)
+
+
+TUPLE_REFERENCE = """\
+import numpy as np
+
+ROWS, COLS = 300, 1000
+A = B = 4
+N: int = 8
+(P, Q), R = (1, 2), 3
+SIZE = ROWS * COLS
+STEPS = 5
+STEPS += 2
+SEED = np.int64(7)
+
+
+def get_inputs():
+    return [np.random.normal(size=(ROWS, COLS)).astype(np.float32)]
+
+
+def forward(x):
+    return x * 2
+"""
+
+
+def test_tuple_chained_and_annotated_constants_are_constants(tmp_path: Path) -> None:
+    """`ROWS, COLS = 300, 1000` (and chains, annotations, nested tuples, `+=`) bind numbers a
+    shape set can override and a roofline formula can use; derived constants follow."""
+    folder = make_task(
+        tmp_path,
+        reference=TUPLE_REFERENCE,
+        toml=(
+            "[shapes.small]\nROWS = 48\nA = 2\n"
+            "[roofline]\nvec_flops = 'SIZE * N'\nbytes = '4 * ROWS * COLS * (A + B)'\n"
+        ),
+    )
+    task = load_task(folder)
+    assert task.constants == {
+        "ROWS": 300,
+        "COLS": 1000,
+        "A": 4,
+        "B": 4,
+        "N": 8,
+        "P": 1,
+        "Q": 2,
+        "R": 3,
+        "SIZE": 300_000,
+        "STEPS": 7,
+    }
+    small = task.shape_values("small")
+    assert (small["ROWS"], small["COLS"], small["A"], small["B"]) == (48, 1000, 2, 4)
+    assert small["SIZE"] == 48_000  # derived from the overridden ROWS, as the reference sees it
+    assert task.roofline_counts("small") == {"vec_flops": 48_000 * 8, "bytes": 4 * 48_000 * 6}
+    assert task.roofline_counts(FULL) == {"vec_flops": 300_000 * 8, "bytes": 4 * 300_000 * 8}
+
+
+def test_a_later_binding_that_is_not_a_number_forgets_the_constant() -> None:
+    tree = ast.parse("M = 4\nM = f()\nK, L = 1\nJ = 2\nJ, *rest = 1, 2, 3\n")
+    assert module_constants(tree) == {}
+
+
+def test_the_reference_runs_with_the_shape_set_in_every_binding(tmp_path: Path) -> None:
+    """load_reference (the child's side) replaces tuple, chained and annotated constants, and
+    what is derived from them, exactly as module_constants computes them for the roofline."""
+    path = tmp_path / "reference.py"
+    path.write_text(TUPLE_REFERENCE)
+    module = load_reference(path, {"ROWS": 48, "A": 2, "N": 16, "Q": 9})
+    values = {name: getattr(module, name) for name in ("ROWS", "COLS", "A", "B", "N", "Q", "SIZE")}
+    assert values == {"ROWS": 48, "COLS": 1000, "A": 2, "B": 4, "N": 16, "Q": 9, "SIZE": 48_000}
+    assert module.get_inputs()[0].shape == (48, 1000)
+    with pytest.raises(TaskError, match="no module-level assignment of Z"):
+        load_reference(path, {"Z": 1})
+
+
+def test_allow_torch_compute_is_read_for_triton_tasks() -> None:
+    assert load_task(GPU_SUITE / "silu").allow_torch_compute is False
+    assert load_task(DATA / "adversarial" / "tasks" / "silu_torch").allow_torch_compute is True

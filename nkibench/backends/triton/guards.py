@@ -12,7 +12,15 @@ The known cheats of GPU kernel benchmarks, and what catches each here:
   another in the same process and in the same buffers (each seed's data copied into the
   first seed's tensors), so a result remembered by content or by address is a wrong result;
   a kernel much faster than its baseline is timed again with fresh data written into the
-  timed buffers before every run, and checked on fresh seeds in those buffers.
+  timed buffers before every run, and checked on fresh seeds in those buffers;
+- outputs that are not plain tensors: a subclass of torch.Tensor (or an object posing as one)
+  can compute when the harness reads it, after the timer stopped, or answer the harness's own
+  checks (count_poison, the comparison) itself; run() must return torch.Tensor exactly;
+- patched modules: what the timer and these guards call (torch.cuda.synchronize, Event, the
+  allocation functions, Tensor's methods) is recorded before the kernel loads and must be the
+  same objects after every run (the static check refuses every attribute assignment; this is
+  the layer under it);
+- computing with PyTorch instead of Triton: nkibench.backends.triton.torch_guard.
 """
 
 from __future__ import annotations
@@ -23,10 +31,13 @@ from typing import Any
 
 import torch
 
+from nkibench.backends.triton.torch_guard import trusted
 from nkibench.errors import KernelError
 
 __all__ = [
     "Cheat",
+    "ModuleSnapshot",
+    "check_outputs",
     "count_poison",
     "forbid_streams",
     "inputs_changed",
@@ -73,7 +84,9 @@ def poisoned_allocations() -> Iterator[None]:
 
     def wrap(allocate: Any) -> Any:
         def poisoned(*args: Any, **kwargs: Any) -> torch.Tensor:
-            return _poison(allocate(*args, **kwargs))
+            tensor = allocate(*args, **kwargs)
+            with trusted():
+                return _poison(tensor)
 
         return poisoned
 
@@ -121,3 +134,74 @@ def forbid_streams() -> None:
     for name in ("stream", "set_stream", "StreamContext", "graph", "CUDAGraph"):
         if hasattr(cuda, name):
             setattr(cuda, name, _refuse)
+
+
+def check_outputs(outputs: list[Any]) -> None:
+    """Every output is a torch.Tensor exactly (no subclass, nothing posing as one)."""
+    for i, output in enumerate(outputs):
+        kind = type(output)
+        if kind is torch.Tensor:
+            continue
+        if isinstance(output, torch.Tensor):
+            raise Cheat(
+                f"output {i} is a {kind.__name__}, a subclass of torch.Tensor: run() must return "
+                "plain tensors (a subclass can compute when the harness reads it, after the "
+                "timer, or answer the harness's checks itself)"
+            )
+        raise TypeError(f"output {i} is a {kind.__name__}, not a tensor")
+
+
+WATCHED = ("torch", "torch.cuda", "torch.Tensor", "torch.nn.functional")
+"""What the timer, the guards and the comparison call: their attributes may not change."""
+
+
+class ModuleSnapshot:
+    """The public attributes of WATCHED as the kernel found them (taken before it loads)."""
+
+    def __init__(self) -> None:
+        self.watched: dict[str, tuple[Any, dict[str, Any]]] = {}
+        for path in WATCHED:
+            owner = _resolve(path)
+            self.watched[path] = (owner, _public(owner))
+
+    def changed(self) -> list[str]:
+        """`module.name` of every attribute that is no longer the object it was."""
+        moved = []
+        for path, (owner, before) in self.watched.items():
+            now = _public(owner)
+            moved += [f"{path}.{n}" for n, v in before.items() if now.get(n, _GONE) is not v]
+        return moved
+
+    def verify(self) -> None:
+        moved = self.changed()
+        if moved:
+            raise Cheat(
+                f"the kernel replaced {', '.join(moved[:5])}: a kernel leaves the modules the "
+                "harness times and checks with as they are"
+            )
+
+
+_GONE = object()
+
+
+def _resolve(path: str) -> Any:
+    owner: Any = torch
+    for part in path.split(".")[1:]:
+        owner = getattr(owner, part)
+    return owner
+
+
+def _public(owner: Any) -> dict[str, Any]:
+    """Every public function, class and method, inherited ones included (torch.Tensor's
+    methods live on its C base class; assigning one on torch.Tensor shadows it). Data is left
+    out: torch replaces some of its own as it initialises CUDA (torch.cuda.default_generators)."""
+    found = {}
+    for name in dir(owner):
+        if not name.startswith("_"):
+            try:
+                value = getattr(owner, name)
+            except Exception:  # a lazy attribute that cannot load here: nothing to compare
+                continue
+            if callable(value):
+                found[name] = value
+    return found

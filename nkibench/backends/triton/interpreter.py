@@ -8,6 +8,10 @@ that CI runs without a GPU (child side).
   outside every tensor passed to the launch reads garbage (or crashes) where the GPU would
   fault. Each launch's tensor arguments are recorded, and every masked-in address of a load
   or store must lie inside one of them.
+
+The interpreter copies a launch's tensor arguments to host tensors and back with aten ops, which
+a GPU launch does not run: those copies are marked trusted, so that the torch-compute guard
+(nkibench.backends.triton.torch_guard) sees only the kernel's own ops.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import numpy as np
 import triton.language as tl
 from triton.runtime import interpreter
 
+from nkibench.backends.triton.torch_guard import trusted
 from nkibench.errors import KernelError
 
 __all__ = ["OutOfBounds", "install_interpreter_fixes", "interpreting"]
@@ -81,6 +86,7 @@ def install_interpreter_fixes() -> None:
     handle = interpreter.TensorHandle
     dot, load, store = builder.create_dot, builder.create_masked_load, builder.create_masked_store
     init_args = getattr(executor, "_init_args_hst")  # noqa: B009 (a private hook, on purpose)
+    restore_args = getattr(executor, "_restore_args_dev")  # noqa: B009
 
     def widened(operand: Any) -> Any:
         if operand.dtype.scalar == tl.bfloat16:
@@ -100,11 +106,17 @@ def install_interpreter_fixes() -> None:
         return store(self, ptrs, value, mask, *rest)
 
     def init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
-        args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
+        with trusted():
+            args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
         _record_ranges(list(args_hst), dict(kwargs_hst))
         return args_hst, kwargs_hst
+
+    def restore_args_dev(self: Any, *args: Any) -> Any:
+        with trusted():
+            return restore_args(self, *args)
 
     builder.create_dot = create_dot
     builder.create_masked_load = create_masked_load
     builder.create_masked_store = create_masked_store
     setattr(executor, "_init_args_hst", init_args_hst)  # noqa: B010
+    setattr(executor, "_restore_args_dev", restore_args_dev)  # noqa: B010

@@ -5,8 +5,10 @@ phase loads it).
 triton_probe:     what this host has: the GPU and its fingerprint, or Triton's interpreter
 triton_reference: get_inputs() under torch.manual_seed(seed), forward() on float32 copies of
                   low-precision inputs, on the GPU when there is one; saves both per seed
-triton_kernel:    run(*inputs) per seed with the guards on (nkibench.backends.triton.guards)
-triton_measure:   time run() (nkibench.backends.triton.timing); with `fresh`, time it again with
+triton_kernel:    run(*inputs) per seed with the guards on (nkibench.backends.triton.guards,
+                  and .torch_guard unless the task allows torch compute)
+triton_measure:   time run() (nkibench.backends.triton.timing), the torch-compute guard on in
+                  the device-synchronised runs that close it; with `fresh`, time it again with
                   fresh data written into the timed buffers before every run, and run it on
                   the fresh seeds in those same buffers (a re-verification); with `eager`,
                   time the reference's forward() in PyTorch too, on the same inputs in their
@@ -30,6 +32,8 @@ from triton.compiler.errors import CompilationError
 from nkibench.backends.triton.ceilings import measure_ceilings
 from nkibench.backends.triton.guards import (
     Cheat,
+    ModuleSnapshot,
+    check_outputs,
     count_poison,
     forbid_streams,
     inputs_changed,
@@ -39,6 +43,7 @@ from nkibench.backends.triton.guards import (
 from nkibench.backends.triton.interpreter import install_interpreter_fixes, interpreting
 from nkibench.backends.triton.tensors import is_tensor, to_numpy, to_torch, upcast
 from nkibench.backends.triton.timing import Timer, TimingPlan
+from nkibench.backends.triton.torch_guard import guarded, warm_up
 from nkibench.sandbox.arrays import listed, restore, save_array, value_spec
 from nkibench.sandbox.kernel import load_phase_kernel, run_error
 from nkibench.sandbox.reference import load_reference
@@ -152,32 +157,53 @@ def _arguments(
     return [to_torch(v, device) if isinstance(v, np.ndarray) else v for v in values]
 
 
-def _load(request: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+class Loaded:
+    """A kernel loaded in this child, with what its runs are checked against."""
+
+    def __init__(self, run: Any, request: dict[str, Any], modules: ModuleSnapshot) -> None:
+        self.run = run
+        self.modules = modules
+        self.guard_torch = not request.get("allow_torch_compute", False)
+        """Whether run() may only allocate, view and query with torch (the torch guard)."""
+
+    def guarded(self, args: list[Any]) -> Any:
+        """run(*args) with the torch-compute guard on (unless the task allows torch)."""
+        with guarded(self.guard_torch):
+            return self.run(*args)
+
+
+def _load(request: dict[str, Any]) -> tuple[Loaded | None, dict[str, Any] | None]:
     if interpreting():
         install_interpreter_fixes()
     # Triton's @jit reads the kernel's source file: give it the source being checked.
     source_file = Path.cwd() / "kernel.py"
     source_file.write_text(request["kernel_source"], encoding="utf-8")
+    forbid_streams()  # before the kernel's module-level code runs
+    if _device() == "cuda":
+        torch.cuda.init()  # type: ignore[no-untyped-call]  # torch rebinds attributes at start
+    warm_up()
+    modules = ModuleSnapshot()
     kernel, failure = load_phase_kernel({**request, "kernel_file": str(source_file)})
-    forbid_streams()
-    return kernel, failure
+    if failure is not None:
+        return None, failure
+    return Loaded(kernel, request, modules), None
 
 
-def _checked_run(kernel: Any, args: list[Any], device: str) -> tuple[list[Any], list[int]]:
-    """One guarded run: poisoned allocations, the stream kept, inputs unchanged. Returns
-    the outputs and, per output, the elements never written."""
+def _checked_run(kernel: Loaded, args: list[Any], device: str) -> tuple[list[Any], list[int]]:
+    """One guarded run: poisoned allocations, torch only allocating and viewing, the stream
+    kept, plain tensors returned, inputs and modules unchanged. Returns the outputs and, per
+    output, the elements never written."""
     copies = snapshot(args)
     stream = torch.cuda.current_stream() if device == "cuda" else None
     with poisoned_allocations():
-        produced = kernel(*args)
+        produced = kernel.guarded(args)
+    kernel.modules.verify()
     if device == "cuda":
         if torch.cuda.current_stream() != stream:
             raise Cheat("run() returned with another CUDA stream current: work escapes the timer")
         stream.synchronize()  # the timed stream only: a side stream's work is not waited for
     outputs = listed(produced)
-    for i, output in enumerate(outputs):
-        if not is_tensor(output):
-            raise TypeError(f"output {i} is a {type(output).__name__}, not a tensor")
+    check_outputs(outputs)
     changed = inputs_changed(args, copies)
     if changed:
         raise Cheat(f"the kernel modified its input(s) {changed}: inputs must be left as given")
@@ -197,8 +223,8 @@ def _save(folder: Path, outputs: list[Any]) -> None:
 
 def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
     kernel, failure = _load(request)
-    if failure is not None:
-        return failure
+    if kernel is None:
+        return failure or {}
     device = _device()
     seeds: dict[str, Any] = {}
     home: list[Any] | None = None
@@ -247,17 +273,21 @@ def _perturb(buffers: list[Any], pool: list[list[Any]], i: int) -> None:
 
 
 def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
-    kernel, failure = _load(request)
-    if failure is not None:
-        return failure
     device = "cuda"
-    timer = Timer(torch.device(device))
+    timer = Timer(torch.device(device))  # before the kernel's code runs
+    kernel, failure = _load(request)
+    if kernel is None:
+        return failure or {}
     sets = [_arguments(request, s, device) for s in request["seeds"]]
     copies = [snapshot(args) for args in sets]
     try:
-        stats = timer.measure(lambda i: kernel(*sets[i % len(sets)]))
+        stats = timer.measure(lambda i: kernel.run(*sets[i % len(sets)]))
         overhead = timer.launch_overhead_ms()
-        synchronised = timer.synchronised_ms(lambda i: kernel(*sets[i % len(sets)]))
+        # the runs that close the timing are watched too: a kernel that computes with
+        # PyTorch once it has passed its checks is caught here (the timed runs themselves
+        # carry no guard, whose Python cost would count in small kernels' latency)
+        synchronised = timer.synchronised_ms(lambda i: kernel.guarded(sets[i % len(sets)]))
+        kernel.modules.verify()
     except MemoryError:
         raise
     except Exception as e:
@@ -290,6 +320,10 @@ def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
             result["fresh"] = _reverify(request, kernel, timer, buffers=sets[0], rotated=stats)
         except Cheat as e:
             return _cheat(e.message)
+        except MemoryError:
+            raise
+        except Exception as e:  # the torch guard's, or the kernel's own error on fresh data
+            return run_error(e, request, request["fresh_seeds"][0], kind=_kind(e))
     return result
 
 
@@ -299,7 +333,7 @@ def _cheat(message: str) -> dict[str, Any]:
 
 def _reverify(
     request: dict[str, Any],
-    kernel: Any,
+    kernel: Loaded,
     timer: Timer,
     *,
     buffers: list[Any],
@@ -310,7 +344,7 @@ def _reverify(
     short = Timer(timer.device, REVERIFY_PLAN)
     try:
         fresh = short.measure(
-            lambda _i: kernel(*buffers), before=lambda i: _perturb(buffers, pool, i)
+            lambda _i: kernel.run(*buffers), before=lambda i: _perturb(buffers, pool, i)
         )
     except torch.cuda.OutOfMemoryError as e:
         raise Cheat(

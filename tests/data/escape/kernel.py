@@ -1,61 +1,14 @@
-"""An escaping kernel: everything it can reach through `import typing` alone, put in its
-error message, which is recorded and shown to the fixer. OUTSIDE, PORT and TAG are replaced by
-the test."""
-
-import typing
+"""A plain SiLU kernel: it passes the static check, so the task's escaping reference runs."""
 
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 
-OUTSIDE = "/nonexistent/escaped.txt"
-PORT = 1
-TAG = "987654321"
-
-os = typing.sys.modules["os"]
-importlib = typing.sys.modules["importlib"]
-
-
-def _read(path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            return os.read(fd, 1 << 20).decode("utf-8", "replace")
-        finally:
-            os.close(fd)
-    except Exception as e:
-        return "unreadable " + str(e)
-
-
-def _attempts():
-    found = ["ppid " + str(os.getppid()), _read("/proc/" + str(os.getppid()) + "/environ")]
-    found.append(_read("/proc/" + str(os.getppid()) + "/cmdline"))
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            found.append(pid + ": " + _read("/proc/" + pid + "/environ"))
-    try:
-        fd = os.open(OUTSIDE, os.O_WRONLY | os.O_CREAT, 0o644)
-        os.write(fd, b"escaped")
-        os.close(fd)
-        found.append("wrote outside")
-    except Exception as e:
-        found.append("no write " + str(e))
-    try:
-        socket = importlib.import_module("socket")
-        connection = socket.create_connection(("127.0.0.1", PORT), timeout=2)
-        connection.sendall(b"escaped")
-        found.append("connected")
-    except Exception as e:
-        found.append("no connection " + str(e))
-    child = os.fork()
-    if child == 0:
-        os.setsid()
-        if os.fork() == 0:
-            os.execv("/bin/sleep", ["sleep", TAG])
-        os.kill(os.getpid(), 9)
-    os.waitpid(child, 0)
-    return found
-
 
 @nki.jit
 def kernel(x):
-    raise RuntimeError("escaped: " + " | ".join(_attempts()))
+    M, N = x.shape
+    out = nl.ndarray((M, N), dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(M // 128):
+        tile = nl.load(x[i * 128 : (i + 1) * 128, 0:N])
+        nl.store(out[i * 128 : (i + 1) * 128, 0:N], value=nl.multiply(tile, nl.sigmoid(tile)))
+    return out

@@ -10,6 +10,7 @@ from nkibench.errors import BackendUnavailable
 from nkibench.harness import check_kernel, profile_kernel
 from nkibench.suites import NKI_SUITE as SUITE
 from nkibench.task.spec import load_task
+from tests.support import DATA
 from tests.support.triton_helpers import GPU_TASKS, SILU, planted, triton_backend
 
 __all__ = ["triton_backend"]
@@ -64,6 +65,30 @@ def test_planted_cheats_and_bugs_are_caught(
     assert not result.correct
     assert result.error_kind == kind, result.message
     assert words in result.message
+
+
+TORCH_SILU = "import torch\n\n\ndef run(x):\n    return x / (1.0 + torch.exp(-x))\n"
+OPERATOR_SILU = (
+    "import math\n\nimport torch\n\n\ndef run(x):\n    return x / (1.0 + math.e ** -x)\n"
+)
+
+
+def test_a_task_that_allows_torch_compute_accepts_a_torch_kernel(
+    triton_backend: TritonBackend,
+) -> None:
+    """allow_torch_compute = true turns both halves of the torch check off: the static one
+    (torch.exp) and the run-time one (operators on tensors); other tasks refuse both."""
+    allowing = load_task(DATA / "adversarial" / "tasks" / "silu_torch")
+    for source in (TORCH_SILU, OPERATOR_SILU):
+        result = check_kernel(allowing, backend=triton_backend, kernel_source=source)
+        assert result.correct, f"{result.error_kind}: {result.message}"
+    silu = load_task(SILU)
+    refused = check_kernel(silu, backend=triton_backend, kernel_source=TORCH_SILU)
+    assert (refused.error_kind, refused.correct) == ("rejected", False)
+    assert "line 5: `torch.exp` is not an allocation, view or query" in refused.message
+    caught = check_kernel(silu, backend=triton_backend, kernel_source=OPERATOR_SILU)
+    assert (caught.error_kind, caught.correct) == ("cheat", False)
+    assert "run() computed with PyTorch: aten.neg" in caught.message
 
 
 def test_a_triton_task_needs_the_triton_backend(triton_backend: TritonBackend) -> None:
