@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# What bench/GPU.md's numbers were measured with, on the device tool's GPU machine (its
-# Python holds torch and triton; the project's other dependencies travel as wheels in .whl):
-#   bench/gpu_session.sh tests            the GPU tests (skipped in CI) and the suite on the GPU
-#   bench/gpu_session.sh bench [ARGS...]  accelopt bench gpu ARGS, JSON saved under $OUT
+# What the GPU numbers and GPU test runs were made with, on the device tool's GPU machine (its
+# Python holds torch and triton; the project's other dependencies travel as wheels in .whl,
+# and bubblewrap with its libraries in .devbin, for an image that has none):
+#   bench/gpu_session.sh tests [PYTEST ARGS...]  the GPU tests (skipped in CI)
+#   bench/gpu_session.sh bench [ARGS...]         accelopt bench gpu ARGS, JSON saved under $OUT
 set -uo pipefail
 OUT="${OUT:-/tmp/accelopt-out}"
 mkdir -p "$OUT" /tmp/accelopt
@@ -10,12 +11,22 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
     --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1
 export ACCELOPT_HOME=/tmp/accelopt ACCELOPT_DB=sqlite:////tmp/accelopt/accelopt.db
-accelopt() { python3 -c 'from daemon.cli import main; main()' "$@"; }
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+if ! command -v bwrap >/dev/null && [ -x .devbin/bwrap ]; then
+    cp .devbin/bwrap /usr/local/bin/ && cp .devbin/*.so* /usr/local/lib/ && ldconfig
+fi
+if bwrap --ro-bind / / --unshare-pid --unshare-net --die-with-parent --proc /proc --dev /dev true
+then
+    echo "sandbox: bubblewrap"
+else
+    echo "sandbox: bubblewrap cannot run here: ACCELOPT_SANDBOX=none"
+    export ACCELOPT_SANDBOX=none
+fi
+accelopt() { python3 -m daemon "$@"; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
 case "${1:-}" in
     tests)
-        python3 -m pytest -q -p no:cacheprovider -o addopts="" --timeout=900 \
-            tests/test_triton_gpu.py tests/test_triton_backend.py "${@:2}" 2>&1 | tee "$OUT/tests.log"
+        python3 -m pytest -q -p no:cacheprovider -o addopts="" --timeout=600 -rs \
+            tests/nkibench/backends/test_triton_gpu.py "${@:2}" 2>&1 | tee "$OUT/tests.log"
         ;;
     bench)
         accelopt bench gpu --save "$OUT/bench_gpu.json" "${@:2}" 2>&1 | tee "$OUT/bench.log"

@@ -36,8 +36,13 @@ from nkibench.task.spec import KERNEL_FILE, REFERENCE_FILE, TASK_FILES, TaskSpec
 __all__ = ["Session", "check_kernel", "fresh_seeds", "profile_kernel", "run_phase"]
 
 CHILD = "nkibench.sandbox.child"
-NO_MOUNTS = Mounts()
 """The module every sandboxed child runs (it imports the phase's function by name)."""
+NO_MOUNTS = Mounts()
+KERNEL_WRITES = ("out_dir", "fresh_out_dir")
+KERNEL_READS = ("data_dir", "fresh_data_dir", "task_dir")
+"""The request's folders a child running kernel code may write (its outputs) and read (its
+inputs, the task's files); nothing else of the session is in its sandbox, least of all the
+expected outputs (nkibench.sandbox.arrays.expected_folder), which it could copy."""
 
 
 def run_phase(
@@ -53,17 +58,29 @@ def run_phase(
     environment: dict[str, str] | None = None,
     cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Run one phase in a sandboxed child that may write to `workdir` only; a child that died
-    without a result becomes a typed failure that says whose code died."""
-    result_path = workdir / f"{name}.result.json"
+    """Run one phase in a sandboxed child; a child that died without a result becomes a typed
+    failure that says whose code died. The task's and the backend's children may write all of
+    `workdir` (the session's folder); a child running kernel code sees only its own folder, its
+    inputs (read-only) and its outputs."""
+    own = workdir / name
+    own.mkdir(parents=True, exist_ok=True)
+    result_path = own / "result.json"
     result_path.unlink(missing_ok=True)  # a phase run twice never reads its last result
+    writable: list[Path] = [workdir]
+    if phase.runs == "kernel":
+        writable = [Path(request[key]) for key in KERNEL_WRITES if request.get(key)]
+        if request.get("trace_path"):
+            writable.append(Path(request["trace_path"]).parent)
+        for folder in writable:
+            folder.mkdir(parents=True, exist_ok=True)
+        read_only = [*read_only, *(Path(request[k]) for k in KERNEL_READS if request.get(k))]
     outcome = run_child(
         CHILD,
         {**request, "entry": phase.entry, "result_path": str(result_path)},
-        workdir=workdir / name,
+        workdir=own,
         limits=limits,
         isolation=isolation,
-        writable=[workdir],
+        writable=writable,
         read_only=read_only,
         mounts=mounts,
         environment=environment,
@@ -152,6 +169,7 @@ class Session:
     def common(self) -> dict[str, Any]:
         return {
             "reference": str(self.root / TASK_COPY / REFERENCE_FILE),
+            "task_dir": str(self.root / TASK_COPY),
             "overrides": self.task.overrides(self.shapes),
             "seeds": list(self.seeds),
             "data_dir": str(self.root / "data"),

@@ -13,7 +13,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-__all__ = ["listed", "load_array", "restore", "save_array", "value_spec"]
+__all__ = ["expected_folder", "listed", "load_array", "restore", "save_array", "value_spec"]
 
 EXTENSION_DTYPES = {
     np.dtype(t).name: np.dtype(t)
@@ -69,3 +69,9 @@ def restore(spec: dict[str, Any], folder: Path) -> Any:
 def listed(value: Any) -> list[Any]:
     """A function's result as a list of values (one value, or a tuple or list of them)."""
     return list(value) if isinstance(value, tuple | list) else [value]
+
+
+def expected_folder(data_dir: Path, seed: int) -> Path:
+    """Where a seed's expected outputs are kept: beside the inputs' folder, not in it, so that
+    a child running kernel code, which is given the inputs, never sees them."""
+    return data_dir.parent / f"{data_dir.name}.expected" / f"seed_{seed}"

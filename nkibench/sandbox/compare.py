@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from nkibench.policy.correctness import compare_outputs
-from nkibench.sandbox.arrays import load_array, restore
+from nkibench.sandbox.arrays import expected_folder, load_array, restore
 from nkibench.sandbox.reference import reference_module
 
 __all__ = ["compare_phase"]
@@ -22,7 +22,8 @@ def compare_phase(request: dict[str, Any]) -> dict[str, Any]:
     seeds: dict[str, Any] = {}
     for seed in request["seeds"]:
         manifest = request["manifest"][str(seed)]
-        expected = [restore(spec, data / f"seed_{seed}") for spec in manifest["expected"]]
+        hidden = expected_folder(data, seed)
+        expected = [restore(spec, hidden) for spec in manifest["expected"]]
         count = request["output_counts"][str(seed)]
         got = [load_array(outputs / f"seed_{seed}" / f"output_{i}.npy") for i in range(count)]
         reference = expected[0] if len(expected) == 1 else tuple(expected)

@@ -19,7 +19,7 @@ import numpy as np
 from nkibench.dtypes import as_dtype
 from nkibench.errors import TaskError
 from nkibench.policy.flop_count import compulsory_bytes, count_forward
-from nkibench.sandbox.arrays import listed, value_spec
+from nkibench.sandbox.arrays import expected_folder, listed, value_spec
 from nkibench.task.safe_eval import module_bindings
 
 __all__ = ["TaskCodeFailed", "load_reference", "reference_module", "reference_phase"]
@@ -120,6 +120,8 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
     for seed in request["seeds"]:
         folder = data / f"seed_{seed}"
         folder.mkdir(parents=True, exist_ok=True)
+        hidden = expected_folder(data, seed)
+        hidden.mkdir(parents=True, exist_ok=True)
         try:
             np.random.seed(seed)
             inputs = module.get_inputs()
@@ -140,7 +142,7 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
                     value_spec(v, folder, f"input_{i}") for i, v in enumerate(kernel_inputs)
                 ],
                 "expected": [
-                    value_spec(v, folder, f"expected_{i}") for i, v in enumerate(listed(expected))
+                    value_spec(v, hidden, f"expected_{i}") for i, v in enumerate(listed(expected))
                 ],
                 "forward_s": forward_s,
             }

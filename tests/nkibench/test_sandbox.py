@@ -231,3 +231,39 @@ def _start_up_window(folder: Path, isolation: str) -> float:
         spawner.kill()
         spawner.wait()
         wait_for_none(marker, 3.0)
+
+
+def test_a_kernel_child_reads_its_inputs_writes_its_outputs_and_never_sees_the_expected(
+    tmp_path: Path,
+) -> None:
+    """The expected outputs sit beside the inputs, in a folder a kernel's child is not given:
+    a kernel that copied them would pass every check."""
+    from nkibench.backend import Phase
+    from nkibench.harness import run_phase
+    from nkibench.sandbox.arrays import expected_folder
+
+    data = tmp_path / "data"
+    (data / "seed_0").mkdir(parents=True)
+    (data / "seed_0" / "input_0.npy").write_bytes(b"input")
+    hidden = expected_folder(data, 0)
+    hidden.mkdir(parents=True)
+    (hidden / "expected_0.npy").write_bytes(b"the answer")
+    request = {
+        "data_dir": str(data),
+        "out_dir": str(tmp_path / "outputs"),
+        "expected_file": str(hidden / "expected_0.npy"),
+    }
+    seen = run_phase(
+        "kernel",
+        Phase("tests.support.peek:peek_phase", "kernel"),
+        request,
+        tmp_path,
+        Limits(timeout_s=30),
+        isolation=Isolation.detect(),
+    )
+    assert seen["read_input"] == "done"
+    assert seen["write_input"].startswith("refused")
+    assert seen["read_expected"].startswith("refused")
+    assert seen["list_expected"].startswith("refused")
+    assert seen["write_output"] == "done"
+    assert (data / "seed_0" / "input_0.npy").read_bytes() == b"input"

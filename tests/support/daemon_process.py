@@ -49,6 +49,9 @@ def orphans(workdir: Path) -> list[int]:
     return found
 
 
+HOST_SETTINGS = ("ACCELOPT_SANDBOX", "ACCELOPT_UNSAFE_SANDBOX")
+
+
 class DaemonProcess:
     def __init__(
         self,
@@ -67,7 +70,9 @@ class DaemonProcess:
         self.args = args
         self.prefix = list(prefix)
         self.env = {
+            # the host's sandbox settings pass (a GPU host in gVisor runs without bubblewrap)
             **{k: v for k, v in os.environ.items() if not k.startswith("ACCELOPT_")},
+            **{k: os.environ[k] for k in HOST_SETTINGS if k in os.environ},
             "ACCELOPT_HOME": str(self.home),
             "ACCELOPT_DB": self.db,
             **(env or {}),

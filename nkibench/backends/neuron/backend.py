@@ -144,8 +144,9 @@ class NeuronBackend:
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
         return {
             "compile_options": self.compile_options,
-            "neff_path": str(session.root / "kernel.neff"),
-            "ntff_path": str(session.root / "kernel.ntff"),
+            # in the outputs' folder: the one a kernel's child may write
+            "neff_path": str(Path(session.common["out_dir"]) / "kernel.neff"),
+            "ntff_path": str(Path(session.common["out_dir"]) / "kernel.ntff"),
         }
 
     def measure(self, session: Session, kernel: dict[str, Any]) -> None:

@@ -44,7 +44,7 @@ from nkibench.backends.triton.interpreter import install_interpreter_fixes, inte
 from nkibench.backends.triton.tensors import is_tensor, to_numpy, to_torch, upcast
 from nkibench.backends.triton.timing import Timer, TimingPlan
 from nkibench.backends.triton.torch_guard import guarded, warm_up
-from nkibench.sandbox.arrays import listed, restore, save_array, value_spec
+from nkibench.sandbox.arrays import expected_folder, listed, restore, save_array, value_spec
 from nkibench.sandbox.kernel import load_phase_kernel, run_error
 from nkibench.sandbox.reference import load_reference
 
@@ -114,6 +114,8 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
     for seed in request["seeds"]:
         folder = Path(request["data_dir"]) / f"seed_{seed}"
         folder.mkdir(parents=True, exist_ok=True)
+        hidden = expected_folder(Path(request["data_dir"]), seed)
+        hidden.mkdir(parents=True, exist_ok=True)
         try:
             torch.manual_seed(seed)
             inputs = module.get_inputs()
@@ -128,7 +130,7 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
             forward_s = time.perf_counter() - started
             seeds[str(seed)] = {
                 "inputs": [_spec(v, folder, f"input_{i}") for i, v in enumerate(inputs)],
-                "expected": [_spec(v, folder, f"expected_{i}") for i, v in enumerate(expected)],
+                "expected": [_spec(v, hidden, f"expected_{i}") for i, v in enumerate(expected)],
                 "forward_s": forward_s,
             }
         except Exception as e:

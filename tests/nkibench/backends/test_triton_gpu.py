@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from daemon.settings import Settings
 from events.catalog import (
     CandidateGenerated,
     DeviceCeilingsMeasured,
@@ -20,6 +21,7 @@ from events.catalog import (
 )
 from nkibench.backends.triton.backend import TritonBackend, TritonHost, probe_host
 from nkibench.harness import profile_kernel
+from nkibench.sandbox.isolation import Isolation
 from nkibench.task.spec import load_task
 from tests.support import triton_script
 from tests.support.adversarial import ENTRIES, Entry
@@ -31,19 +33,26 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("cuda_gpu")]
 
 
 @pytest.fixture(scope="module")
-def cuda_gpu() -> TritonHost:
+def isolation() -> Isolation:
+    """The sandbox the settings ask for: bubblewrap, or ACCELOPT_SANDBOX=none on a GPU host
+    where something else is the boundary (the device machine runs in gVisor)."""
+    return Settings.load().isolation()
+
+
+@pytest.fixture(scope="module")
+def cuda_gpu(isolation: Isolation) -> TritonHost:
     """This host's GPU, asked of a sandboxed child when the first test runs (never at
     collection); without one, every test here is skipped."""
     pytest.importorskip("torch")
-    host = probe_host()
+    host = probe_host(isolation=isolation)
     if host.gpu is None:
         pytest.skip("needs a CUDA GPU")
     return host
 
 
 @pytest.fixture(scope="module")
-def gpu(cuda_gpu: TritonHost) -> TritonBackend:
-    return TritonBackend(require_gpu=True, host=cuda_gpu)
+def gpu(cuda_gpu: TritonHost, isolation: Isolation) -> TritonBackend:
+    return TritonBackend(require_gpu=True, host=cuda_gpu, isolation=isolation)
 
 
 def test_the_same_kernel_timed_twice_differs_by_less_than_two_percent(gpu: TritonBackend) -> None:
