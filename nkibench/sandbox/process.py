@@ -93,6 +93,10 @@ def child_environment(
         "TMPDIR": str(workdir),
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
+        # who the child is, for getpass and the like: the sandbox's user has no entry in the
+        # passwd file of every image (the GPU machine's lacks nobody)
+        "USER": "accelopt-sandbox",
+        "LOGNAME": "accelopt-sandbox",
         "PYTHONHASHSEED": "0",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
