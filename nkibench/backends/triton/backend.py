@@ -14,6 +14,8 @@ buffers.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,6 +132,7 @@ def gpu_mounts() -> Mounts:
     libraries = [
         *(os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep)),
         *(os.environ[k] for k in ("CUDA_HOME", "CUDA_PATH") if k in os.environ),
+        _libcuda_dir() or "",
     ]
     return Mounts(
         devices=tuple(sorted(str(p) for p in Path("/dev").glob("nvidia*"))),
@@ -138,11 +141,35 @@ def gpu_mounts() -> Mounts:
     )
 
 
+def _libcuda_dir() -> str | None:
+    """The folder of the driver's libcuda.so.1, found here, outside the sandbox: Triton asks
+    `ldconfig -p` for it, which may not work inside (an image without a linker cache)."""
+    if "TRITON_LIBCUDA_PATH" in os.environ:
+        return os.environ["TRITON_LIBCUDA_PATH"]
+    ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
+    try:
+        listing = subprocess.run(
+            [ldconfig, "-p"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        listing = ""
+    for line in listing.splitlines():
+        if "libcuda.so.1" in line and "=>" in line:
+            return str(Path(line.split("=>")[1].strip()).parent)
+    for folder in ("/usr/local/nvidia/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64"):
+        if (Path(folder) / "libcuda.so.1").exists():
+            return folder
+    return None
+
+
 def _environment(device: str | None, interpret: bool) -> dict[str, str]:
     # No shared Triton cache: a kernel could plant a compiled binary under another kernel's
     # cache key. Each child caches under its own HOME, so a kernel compiles once per phase.
     passed = {k: os.environ[k] for k in PASSED_VARIABLES if k in os.environ}
     environment = {**passed, "PATH": os.environ.get("PATH", os.defpath)}
+    libcuda = None if interpret else _libcuda_dir()
+    if libcuda is not None:
+        environment["TRITON_LIBCUDA_PATH"] = libcuda
     if interpret:
         environment["TRITON_INTERPRET"] = "1"
     if device is not None:
