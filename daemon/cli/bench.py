@@ -420,7 +420,7 @@ def _soak_table(result: dict[str, Any]) -> Table:
         table.add_row(
             name,
             f"{t['first']:.4g} → {t['last']:.4g} (min {t['low']:.4g}, max {t['high']:.4g})",
-            f"{t['slope_per_h']:+.3g} ± {t['se_per_h']:.2g}",
+            f"{t['slope_per_h']:+.3g} ± {_number(t['se_per_h'], '.2g')}",
             f"{t['bound_per_h']:.2g}",
             t["verdict"],
         )
@@ -457,7 +457,8 @@ def _soak_table(result: dict[str, Any]) -> Table:
             f"{len(result['children_left'])}, {len(result['orphans'])}",
         ),
         ("zombies (most seen at once)", str(result["zombies_max"])),
-        ("folders the log disagrees with", str(len(result["disagreements"]))),
+        ("folder states the log missed (kept ≥ 3 s)", str(len(result["missed_changes"]))),
+        ("folders the log disagrees with at the end", str(len(result["disagreements"]))),
         ("errors in the daemon's log", str(sum(result["log_errors"].values()))),
         (
             "exit status after SIGTERM",
@@ -482,8 +483,10 @@ def _soak_notes(result: dict[str, Any]) -> None:
     click.echo("verdict: " + (f"GROWS: {', '.join(grows)}" if grows else "no growth"))
     if result["daemon_died_at_s"] is not None:
         click.echo(f"the daemon died {result['daemon_died_at_s']:.0f} s into the run")
+    for line in result["missed_changes"]:
+        click.echo(f"a folder state the log missed: {line}")
     for line in result["disagreements"]:
-        click.echo(f"log and folder disagree: {line}")
+        click.echo(f"log and folder disagree at the end: {line}")
     for message, times in result["log_errors"].items():
         click.echo(f"daemon error x{times}: {message}")
     for message, times in result["log_warnings"].items():

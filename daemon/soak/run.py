@@ -23,8 +23,8 @@ from typing import Any
 from agents.config import SearchConfig
 from daemon.scripted_llm import running_llm
 from daemon.soak import script
-from daemon.soak.audit import Audit, audit_log, log_messages
-from daemon.soak.churn import Action, ChurnApplier, churn_plan
+from daemon.soak.audit import Applied, Audit, audit_log, folder_state, log_messages
+from daemon.soak.churn import ChurnApplier, churn_plan
 from daemon.soak.launch import PROGRAM, LaunchPlan
 from daemon.soak.report import growth_report
 from daemon.soak.sampler import (
@@ -108,7 +108,7 @@ class _Run:
     """What the churn loop saw."""
 
     samples: list[Sample] = field(default_factory=list)
-    applied: list[Action] = field(default_factory=list)
+    applied: list[Applied] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     last_children: dict[int, tuple[str, int]] = field(default_factory=dict)
     died_at_s: float | None = None
@@ -145,7 +145,8 @@ def _churn_and_sample(
             action = pending.pop(0)
             try:
                 applier.apply(action)
-                run.applied.append(action)
+                state, content_hash = folder_state(applier.watch / action.slot)
+                run.applied.append(Applied(action, time.time(), state, content_hash))
             except OSError as e:
                 run.errors.append(f"action {action.serial} ({action.kind} {action.slot}): {e}")
         if now_s >= next_sample_s or now_s >= end_s:
@@ -234,12 +235,13 @@ def run_soak_benchmark(
                 finally:
                     log.close()
             finally:
+                stopped_at = time.time()
                 exit_code, stop_s = _stop(daemon)
             llm_calls = llm.answered
         left = survivors(run.last_children)
         orphans = orphans_in(home / "work")
         slots = [f"slot{i}" for i in range(config.slots)]
-        audit = audit_log(db, watch, slots)
+        audit = audit_log(db, watch, slots, run.applied, stopped_at)
         messages = log_messages(daemon_log)
     return _report(
         config=config,
@@ -267,7 +269,7 @@ def _report(
     orphans: list[int],
 ) -> dict[str, Any]:
     count = audit.by_type.get
-    kinds = Counter(a.kind for a in run.applied)
+    kinds = Counter(a.action.kind for a in run.applied)
     return {
         "minutes": config.minutes,
         "seed": config.seed,
@@ -289,7 +291,7 @@ def _report(
         "churn": {
             "actions": sum(kinds.values()),
             "by_kind": dict(sorted(kinds.items())),
-            "breakages": dict(Counter(a.breakage for a in run.applied if a.breakage)),
+            "breakages": dict(Counter(a.action.breakage for a in run.applied if a.action.breakage)),
             "errors": run.errors,
         },
         "jobs_completed": count("ProfileRecorded", 0),
@@ -315,6 +317,7 @@ def _report(
         "children_left": left,
         "orphans": orphans,
         "disagreements": audit.disagreements,
+        "missed_changes": audit.missed,
         "log_errors": dict(messages.get("error", Counter()).most_common()),
         "log_warnings": dict(messages.get("warning", Counter()).most_common()),
         "log_other": dict(messages.get("other", Counter()).most_common(10)),

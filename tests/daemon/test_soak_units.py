@@ -16,9 +16,10 @@ import pytest
 
 from daemon.scripted_llm import Request
 from daemon.soak import script
-from daemon.soak.audit import disagreements, log_messages
+from daemon.soak.audit import Applied, disagreements, log_messages, missed_changes
 from daemon.soak.churn import AFTER, WEIGHTS, Action, ChurnApplier, SlotState, churn_plan
-from daemon.soak.growth import BOUNDS, fit_trend
+from daemon.soak.growth import BOUNDS, bandwidth, fit_trend, newey_west_se
+from daemon.soak.launch import LaunchPlan
 from daemon.soak.report import growth_report, wal_truncations
 from daemon.soak.run import SOAK_TASKS, SoakConfig
 from daemon.soak.sampler import ProcessProbe, Sample, survivors
@@ -77,12 +78,34 @@ def test_correlated_noise_widens_the_error() -> None:
     trend = fit_trend(times, values)
     assert trend.autocorrelation > 0.9
     n = len(times)
-    mean = sum(times) / n / 3600
-    sxx = sum((t / 3600 - mean) ** 2 for t in times)
-    residuals = [v - sum(values) / n for v in values]  # about the flat line
+    x = [t / 3600 - sum(times) / n / 3600 for t in times]
+    sxx = sum(a * a for a in x)
+    residuals = [
+        v - sum(values) / n - trend.slope_per_h * a for a, v in zip(x, values, strict=True)
+    ]
     naive = math.sqrt(sum(e * e for e in residuals) / (n - 2) / sxx)
-    assert trend.se_per_h > 3 * naive
+    assert trend.se_per_h > 1.5 * naive
     assert trend.verdict == "no growth (within noise)"
+
+
+def test_busier_moments_without_a_rising_floor_are_no_growth() -> None:
+    """More searches at once near the end lift the thread count, not its floor."""
+    rng = random.Random(3)
+    times = minutes(600)
+    values = [12.0 + (3.0 if rng.random() < i / 900 else 0.0) for i, _ in enumerate(times)]
+    trend = fit_trend(times, values, bound_per_h=BOUNDS["threads"])
+    assert trend.slope_per_h > 2 * trend.se_per_h
+    assert trend.floor_rise == 0.0
+    assert trend.verdict == "no growth (floor flat)"
+    leaking = fit_trend(times, [v + i // 120 for i, v in enumerate(values)], bound_per_h=0.1)
+    assert leaking.floor_rise > 0
+    assert leaking.verdict == "GROWS"
+
+
+def test_the_newey_west_window_grows_slowly_with_the_samples() -> None:
+    assert [bandwidth(n) for n in (10, 100, 600, 1800)] == [2, 4, 5, 7]
+    x = [-1.0, 0.0, 1.0]
+    assert newey_west_se(x, [0.0, 0.0, 0.0], sxx=2.0) == 0.0
 
 
 def test_too_few_samples_give_no_verdict() -> None:
@@ -145,6 +168,28 @@ def test_the_default_warm_up_and_sampling() -> None:
     assert SoakConfig(minutes=1).warmup_s == 30.0
     assert SoakConfig(minutes=60).every_s == 5.0
     assert SoakConfig(minutes=1).every_s == 2.0
+
+
+def test_the_launch_plan_sets_every_clock_period(tmp_path: Path) -> None:
+    config = SoakConfig(minutes=1)
+    plan = LaunchPlan(
+        watch=tmp_path,
+        search=config.search,
+        rescan_s=1.0,
+        reverify_s=2.0,
+        snapshot_s=3.0,
+        checkpoint_s=4.0,
+    )
+    options = LaunchPlan.model_validate_json(plan.model_dump_json()).options()
+    assert (options.rescan_s, options.reverify_s, options.snapshot_s, options.checkpoint_s) == (
+        1.0,
+        2.0,
+        3.0,
+        4.0,
+    )
+    assert (options.watch, options.backend, options.shapes) == (tmp_path, "nkisim", "small")
+    assert options.search.iterations == 2
+    assert options.search.beam == 1
 
 
 # --- the churn ----------------------------------------------------------------------------
@@ -339,6 +384,36 @@ def test_the_audit_finds_folders_the_log_does_not_show(tmp_path: Path) -> None:
     assert found[0].startswith("stuck: on disk valid")
     assert "the log says invalid ffffffffffff" in found[0]
     assert found[1] == f"ghost: gone from disk, the log says stale {current[:12]}"
+
+
+def test_a_folder_state_the_log_never_showed_is_missed() -> None:
+    """The undo of a break returns a folder to a hash recorded before; the log must show it
+    again, or the task stays invalid."""
+    a, b = "a" * 64, "b" * 64
+
+    def done(serial: int, at: float, kind: str, state: str, content_hash: str | None) -> Applied:
+        action = Action(serial, at, kind, "slot0")  # type: ignore[arg-type]
+        return Applied(action, 1000.0 + at, state, content_hash)  # type: ignore[arg-type]
+
+    applied = [
+        done(0, 0.0, "drop", "valid", a),
+        done(1, 10.0, "break", "broken", b),
+        done(2, 20.0, "fix", "valid", a),
+        done(3, 40.0, "edit_atomic", "broken", b),  # undone within the debounce: not a state
+        done(4, 41.0, "fix", "valid", a),
+        done(5, 60.0, "remove", "absent", None),
+    ]
+    stream = [(1000.5, "valid", a), (1010.5, "invalid", b), (1060.5, "absent", a)]
+    missed = missed_changes({"slot0": stream}, applied, stopped_at=1070.0)
+    assert len(missed) == 2
+    assert missed[0].startswith("slot0: fix #2 at ")
+    assert missed[0].endswith(
+        "left it valid aaaaaaaaaaaa; 20 s later the log still said invalid bbbbbbbbbbbb"
+    )
+    assert missed[1].startswith("slot0: fix #4")
+    healed = [*stream[:2], (1020.5, "valid", a), (1060.5, "absent", a)]
+    assert missed_changes({"slot0": healed}, applied, stopped_at=1070.0) == []
+    assert "the log still said nothing" in missed_changes({}, applied[:1], stopped_at=1005.0)[0]
 
 
 def test_the_daemons_log_lines_are_counted_by_level(tmp_path: Path) -> None:

@@ -3,11 +3,14 @@ the scripted LLM server, ends with work done, nothing left running and a clean e
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 
 import pytest
+from rich.console import Console
 
+from daemon.cli.bench import _soak_table
 from daemon.soak.report import TRENDED
 from tests.support.daemon_process import PROGRAM
 
@@ -44,3 +47,7 @@ def test_a_one_minute_soak_reports_work_done_and_a_clean_stop() -> None:
     assert result["children_left"] == result["orphans"] == []
     assert result["log_errors"] == {}
     assert "samples_raw" not in result
+    printed = io.StringIO()
+    Console(file=printed, width=200).print(_soak_table(result))  # the table, from the same run
+    for row in ("resident memory, MB", "jobs left running after the stop", "stop time, s (wall)"):
+        assert row in printed.getvalue()
