@@ -20,6 +20,7 @@ exit status 1 and a one-line reason.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import platform
 import sqlite3
@@ -285,6 +286,11 @@ class Daemon:
         before the last fold (so their last events are in the view)."""
         for name in ended:
             del self.running[name]
+        if ended:
+            # A finished search's objects form cycles (its steps point back at it), which
+            # only a full collection frees; in a heap this size those come rarely, and what
+            # waits for them scatters the allocator's pages.
+            gc.collect()
         now = time.monotonic()
         cooling = frozenset(
             t for t, at in self.failures.items() if now - at < self.options.cooldown_s

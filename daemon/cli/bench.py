@@ -22,6 +22,7 @@ from daemon.cli.options import (
     seeds_option,
 )
 from daemon.cli.render import emit_json, print_table
+from daemon.soak import SoakConfig, run_soak_benchmark
 from nkibench.backends.triton.backend import TritonBackend
 from nkibench.benchmarks.gpu import run_gpu_benchmark
 from nkibench.benchmarks.nki import (
@@ -320,3 +321,175 @@ def bench_daemon(drops: int, idle_s: float, as_json: bool) -> None:
         op, bound = DAEMON_TARGETS.get(key, ("", None))
         table.add_row(key, f"{result[key]:.3g} {unit}", f"{op} {bound:g}" if bound else "")
     print_table(table)
+
+
+@bench.command("soak")
+@click.option(
+    "--minutes",
+    type=click.FloatRange(min=0.5),
+    default=60.0,
+    show_default=True,
+    help="Minutes of churn (wall time).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="The churn's seed.")
+@click.option(
+    "--churn-every",
+    "churn_every_s",
+    type=click.FloatRange(min=0.5),
+    default=10.0,
+    show_default=True,
+    help="Mean seconds between churn actions.",
+)
+@click.option(
+    "--sample-every",
+    "sample_every_s",
+    type=click.FloatRange(min=0.2),
+    default=None,
+    help="Seconds between samples. Default: 5 (more often in runs under 2.5 minutes).",
+)
+@click.option(
+    "--warmup",
+    "warmup_minutes",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Minutes left out of the trends. Default: a fifth of the run, at most 10, at least "
+    "1 (or half a shorter run).",
+)
+@click.option(
+    "--save",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the result, with every sample, as JSON to this file.",
+)
+@json_option
+def bench_soak(
+    *,
+    minutes: float,
+    seed: int,
+    churn_every_s: float,
+    sample_every_s: float | None,
+    warmup_minutes: float | None,
+    save: Path | None,
+    as_json: bool,
+) -> None:
+    """The daemon under churn (folders dropped, edited, broken, fixed, removed; agents on a
+    scripted LLM server): whether its memory, open files, threads, kernel processes or job
+    backlog grow, and whether it still stops cleanly. Linux only (/proc)."""
+    config = SoakConfig(
+        minutes=minutes,
+        seed=seed,
+        churn_every_s=churn_every_s,
+        sample_every_s=sample_every_s,
+        warmup_minutes=warmup_minutes,
+    )
+    say = None if as_json else (lambda line: click.echo(line, err=True))
+    result = run_soak_benchmark(config, progress=say)
+    if save is not None:
+        save.write_text(json.dumps(result, indent=1))
+    result.pop("samples_raw")
+    if as_json:
+        emit_json(result)
+        return
+    print_table(_soak_table(result))
+    _soak_notes(result)
+
+
+SOAK_TRENDS = {
+    "rss_mb": "resident memory, MB",
+    "open_fds": "open files",
+    "threads": "threads",
+    "children": "child processes",
+    "jobs_pending": "jobs pending",
+}
+
+
+def _soak_table(result: dict[str, Any]) -> Table:
+    churn = result["churn"]
+    table = Table(
+        title=f"the daemon under churn for {result['minutes']:g} min of wall time (seed "
+        f"{result['seed']}, {churn['actions']} actions; nkisim, small shapes); trends after a "
+        f"{result['warmup_s'] / 60:.3g}-min warm-up, {result['steady_samples']} samples",
+        title_justify="left",
+    )
+    for column in ("metric", "value", "growth per hour ± s.e.", "bound per hour", "verdict"):
+        table.add_column(column, justify="left" if column in ("metric", "verdict") else "right")
+    for key, name in SOAK_TRENDS.items():
+        t = result["trends"][key]
+        if t["slope_per_h"] is None:
+            table.add_row(name, "-", "-", "-", t["verdict"])
+            continue
+        table.add_row(
+            name,
+            f"{t['first']:.4g} → {t['last']:.4g} (min {t['low']:.4g}, max {t['high']:.4g})",
+            f"{t['slope_per_h']:+.3g} ± {_number(t['se_per_h'], '.2g')}",
+            f"{t['bound_per_h']:.2g}",
+            t["verdict"],
+        )
+    clock = result["clock"]
+    rows = (
+        ("events per minute", _number(result["events_per_min"], ".1f")),
+        ("event log, MB (and MB per minute)", _log_size(result)),
+        ("jobs completed (ProfileRecorded)", str(result["jobs_completed"])),
+        (
+            "searches finished / started",
+            f"{result['searches_finished']} / {result['searches_started']}",
+        ),
+        (
+            "plans, candidates, lessons",
+            f"{result['plans']}, {result['candidates']}, {result['lessons']}",
+        ),
+        ("promotions, demotions", f"{result['promotions']}, {result['demotions']}"),
+        (
+            "LLM calls recorded / answered",
+            f"{result['llm_calls']} / {result['llm_calls_answered']}",
+        ),
+        (
+            "revisions, invalid, removals",
+            f"{result['revisions']}, {result['invalid']}, {result['removals']}",
+        ),
+        (
+            "clock: snapshots, re-verifications, WAL truncations seen",
+            f"{clock['snapshots']}, {clock['reverify_jobs_done']}, "
+            f"{result['wal_truncations_seen']}",
+        ),
+        ("jobs left running after the stop", str(result["jobs_left_running"])),
+        (
+            "children left alive, orphans",
+            f"{len(result['children_left'])}, {len(result['orphans'])}",
+        ),
+        ("zombies (most seen at once)", str(result["zombies_max"])),
+        ("folder states the log missed (kept ≥ 3 s)", str(len(result["missed_changes"]))),
+        ("folders the log disagrees with at the end", str(len(result["disagreements"]))),
+        ("errors in the daemon's log", str(sum(result["log_errors"].values()))),
+        (
+            "exit status after SIGTERM",
+            "killed" if result["exit_code"] is None else str(result["exit_code"]),
+        ),
+        ("stop time, s (wall)", f"{result['stop_s']:.1f}"),
+    )
+    for name, value in rows:
+        table.add_row(name, value, "", "", "")
+    return table
+
+
+def _log_size(result: dict[str, Any]) -> str:
+    return (
+        f"{_number(result['log_mb'], '.2f')} "
+        f"({_number(result['log_mb_per_min'], '.3f')} per minute, append-only)"
+    )
+
+
+def _soak_notes(result: dict[str, Any]) -> None:
+    grows = [SOAK_TRENDS[k] for k, t in result["trends"].items() if t["verdict"] == "GROWS"]
+    click.echo("verdict: " + (f"GROWS: {', '.join(grows)}" if grows else "no growth"))
+    if result["daemon_died_at_s"] is not None:
+        click.echo(f"the daemon died {result['daemon_died_at_s']:.0f} s into the run")
+    for line in result["missed_changes"]:
+        click.echo(f"a folder state the log missed: {line}")
+    for line in result["disagreements"]:
+        click.echo(f"log and folder disagree at the end: {line}")
+    for message, times in result["log_errors"].items():
+        click.echo(f"daemon error x{times}: {message}")
+    for message, times in result["log_warnings"].items():
+        click.echo(f"daemon warning x{times}: {message}")
+    for error in result["churn"]["errors"]:
+        click.echo(f"churn error: {error}")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from daemon.allocator import limit_arenas
 from daemon.cli.context import app_context
 from daemon.cli.options import (
     database_option,
@@ -62,6 +63,30 @@ DAEMON_BACKEND = "nkisim"
     help="How often promoted kernels are checked again on fresh inputs.",
 )
 @click.option(
+    "--rescan-seconds",
+    "rescan_s",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    help="How often the whole directory is read again (heals events a watcher missed).",
+)
+@click.option(
+    "--snapshot-seconds",
+    "snapshot_s",
+    type=click.FloatRange(min=1),
+    default=3600.0,
+    show_default=True,
+    help="How often the projections are snapshotted (a restart replays from the last).",
+)
+@click.option(
+    "--checkpoint-seconds",
+    "checkpoint_s",
+    type=click.FloatRange(min=1),
+    default=600.0,
+    show_default=True,
+    help="How often SQLite's write-ahead log is folded back into the database file.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -81,11 +106,15 @@ def daemon_command(
     observer: str,
     rest_h: float,
     reverify_hours: float,
+    rescan_s: float,
+    snapshot_s: float,
+    checkpoint_s: float,
     log_level: str,
     **search: int,
 ) -> None:
     """Watch a kernel directory and keep its kernels getting faster, in the foreground (under
     systemd: Type=notify). Stops cleanly on SIGTERM or SIGINT."""
+    limit_arenas()  # before any thread of the daemon's exists
     app = app_context(ctx)
     configure_logging(level=log_level, scrubber=app.scrubber)
     name = backend or DAEMON_BACKEND
@@ -99,6 +128,9 @@ def daemon_command(
         search=search_config(search),
         rest_s=rest_h * 3600,
         reverify_s=reverify_hours * 3600,
+        rescan_s=rescan_s,
+        snapshot_s=snapshot_s,
+        checkpoint_s=checkpoint_s,
         unsafe_sandbox=app.unsafe_sandbox,
         store_patience_s=app.settings.daemon_store_patience_s,
     )
