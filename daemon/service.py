@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -104,6 +104,12 @@ class DaemonOptions:
     rescan_s: float = 60.0
     reverify_s: float = 24 * 3600
     snapshot_s: float = 3600.0
+    snapshots_kept: int = 24
+    """Per projection, the newest snapshots kept (replays "as of" older positions start from
+    the newest snapshot before them, or from the start of the log)."""
+    jobs_kept_s: float = 7 * 86400
+    """How long a finished job's result is kept (a search resuming after a stop takes it
+    instead of profiling again; one stopped longer profiles again)."""
     checkpoint_s: float = 600.0
     tick_s: float = 1.0
     """The main loop's pace when nothing wakes it (new folders and finished searches do)."""
@@ -387,9 +393,20 @@ class Daemon:
             ]
 
     def _snapshots(self) -> None:
+        """Snapshot the projections, and drop what a daemon of weeks would otherwise pile up:
+        old snapshots and old finished jobs."""
         with self.folding:  # as of the main loop's last fold
             for runner in self.runners:
                 runner.snapshot()
+        dropped = sum(
+            self.store.prune_snapshots(
+                r.projection.name, r.projection.version, keep=self.options.snapshots_kept
+            )
+            for r in self.runners
+        )
+        pruned = self.queue.prune(timedelta(seconds=self.options.jobs_kept_s))
+        if dropped or pruned:
+            log.info("pruned", snapshots=dropped, finished_jobs=pruned)
 
     def _checkpoint_wal(self) -> None:
         if self.store.engine.dialect.name == "sqlite":

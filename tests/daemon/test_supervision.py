@@ -15,10 +15,12 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import sqlalchemy as sa
 import structlog
 from structlog.testing import capture_logs
 
@@ -31,6 +33,7 @@ from nkibench.suites import NKI_SUITE
 from store.engine import make_engine
 from store.errors import StoreBusy
 from store.jobs.sql import SqlJobQueue
+from store.schema import jobs, projection_snapshots
 
 T = TypeVar("T")
 TICK_S = 0.2
@@ -212,9 +215,10 @@ def test_a_part_that_keeps_dying_stops_the_daemon_with_a_non_zero_exit(
 
 def test_the_clock_and_the_main_loop_share_the_projections_without_a_race(home: Path) -> None:
     """Snapshots every 0.3 s while tasks come in (with the old code the daemon crashed in 1
-    run of 4: 'projection ... saved by another runner')."""
+    run of 4: 'projection ... saved by another runner'); the snapshot job also keeps the
+    newest snapshots only, and drops finished jobs past their retention."""
     with capture_logs() as logs:
-        running = Running(home, snapshot_s=0.3, checkpoint_s=0.5)
+        running = Running(home, snapshot_s=0.3, checkpoint_s=0.5, snapshots_kept=2)
         try:
             for name in ("silu", "rmsnorm_matmul", "adamw"):
                 running.drop(name)
@@ -224,10 +228,57 @@ def test_the_clock_and_the_main_loop_share_the_projections_without_a_race(home: 
                 "the searches to finish",
             )
             time.sleep(2.0)  # more snapshots while idle
+            wait_for(lambda: set(job_states(running.url)) == {"done"}, 120, "every job to finish")
+            done = job_states(running.url).count("done")
+            assert done > 0
+            age_finished_jobs(running.url, timedelta(days=8))
+            wait_for(lambda: "done" not in job_states(running.url), 10, "old jobs pruned")
+            snapshots = snapshot_counts(running.url)
         finally:
             code = running.stop()
     assert code == 0
     assert not [e for e in logs if e.get("log_level") in ("error", "critical")]
+    assert snapshots
+    assert max(snapshots.values()) <= 2
+    pruned = [e for e in logs if e.get("event") == "pruned"]
+    assert sum(e["snapshots"] for e in pruned) > 0
+    assert sum(e["finished_jobs"] for e in pruned) == done
+
+
+def job_states(url: str) -> list[str]:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            return list(connection.execute(sa.select(jobs.c.state)).scalars())
+    finally:
+        engine.dispose()
+
+
+def age_finished_jobs(url: str, by: timedelta) -> None:
+    engine = make_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(
+                jobs.update()
+                .where(jobs.c.state == "done")
+                .values(updated_at=datetime.now(UTC) - by)
+            )
+    finally:
+        engine.dispose()
+
+
+def snapshot_counts(url: str) -> dict[str, int]:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                sa.select(projection_snapshots.c.name, sa.func.count()).group_by(
+                    projection_snapshots.c.name
+                )
+            ).all()
+        return {name: count for name, count in rows}
+    finally:
+        engine.dispose()
 
 
 def test_the_signal_handlers_are_the_callers_again_after_a_run(home: Path) -> None:
