@@ -390,8 +390,8 @@ def measure(ctx: Context, iteration: int, candidates: list[str]) -> None:
                 REJECTION.get(kind, "crashed"),
                 f"{kind}: {profile.error_message or 'no message'}",
             )
-            if kind not in FIXABLE or attempt == attempts:
-                break
+            if kind not in FIXABLE or attempt == attempts or ctx.llm is None:
+                break  # a search without agents has no fixer
             current = fix(ctx, iteration, kernel, attempt + 1)
 
 
