@@ -22,6 +22,7 @@ TOTAL = "*"
 @dataclass
 class Spend:
     calls: int = 0
+    """Answered calls (a failed attempt is recorded, but neither billed nor counted)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -55,6 +56,8 @@ class Ledger:
         return ledger
 
     def record(self, call: LLMCallCompleted) -> None:
+        if call.error is not None:
+            return
         with self._lock:
             self._spend[TOTAL].add(call)
             if call.task is not None:

@@ -65,3 +65,20 @@ def test_what_is_sent_and_recorded_passes_the_scrubber() -> None:
     assert "[redacted]" in seen[0].user
     call = next(iter(Recorder(store).of_type("llm:s|fixer|c|1", LLMCallCompleted)))
     assert SECRET not in store.get_text(call.prompt_blob)
+
+
+def test_the_ledger_rebuilt_from_the_log_is_the_one_kept_while_calling() -> None:
+    """A failed attempt is in the log but neither billed nor counted, live or rebuilt."""
+    store = MemoryEventStore()
+    replies = iter([Reply(status=503), Reply("first answer"), Reply("second answer")])
+    with running_llm(lambda _r: next(replies)) as llm:
+        live = client(llm.url, store)
+        for n in (1, 2):
+            live.complete(call_id=f"s|planner|{n}", role="planner", messages=[], task="silu")
+    recorded = list(Recorder(store).of_type("llm:s|planner|1", LLMCallCompleted))
+    assert [c.error is None for c in recorded] == [False, True]
+    rebuilt = Ledger.from_store(store)
+    for task in (None, "silu"):
+        kept, again = live.ledger.spend(task), rebuilt.spend(task)
+        assert kept.calls == again.calls == 2
+        assert (kept.tokens, kept.cost_usd) == (again.tokens, again.cost_usd)
