@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from nkibench.backend import Backend, Phase, PhaseOwner
-from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.dialects import get_dialect
 from nkibench.errors import BackendUnavailable, ErrorKind, PhaseFailure, recordable
 from nkibench.policy.roofline import Peaks, Work, pct_of_peak, roofline
@@ -420,22 +419,20 @@ def _evaluate(
 def check_kernel(
     task: TaskSpec,
     *,
-    backend: Backend | None = None,
+    backend: Backend,
     kernel_source: str | None = None,
     shapes: str = "small",
     seeds: tuple[int, ...] | None = None,
     target: str = "trn1",
     order_check: bool = True,
-    trace_path: Path | None = None,
     workdir: Path | None = None,
     threads: int = 1,
     limits: Limits | None = None,
 ) -> KernelResult:
-    """Check `kernel_source` (default: the task's kernel.py) for correctness (default:
-    under nkisim)."""
+    """Check `kernel_source` (default: the task's kernel.py) for correctness on `backend`."""
     return _evaluate(
         task,
-        backend or NkisimBackend(trace_path=trace_path),
+        backend,
         profile=False,
         kernel_source=kernel_source,
         shapes=shapes,
@@ -451,7 +448,7 @@ def check_kernel(
 def profile_kernel(
     task: TaskSpec,
     *,
-    backend: Backend | None = None,
+    backend: Backend,
     kernel_source: str | None = None,
     shapes: str = "small",
     seeds: tuple[int, ...] | None = None,
@@ -462,12 +459,12 @@ def profile_kernel(
     limits: Limits | None = None,
     cancel: threading.Event | None = None,
 ) -> KernelResult:
-    """Check the kernel, then time it on `backend` (default nkisim: an estimated latency)
-    and put the latency against the task's roofline (% of peak). Raises Cancelled when
-    `cancel` is set while a child runs."""
+    """Check the kernel, then time it on `backend` (nkisim: an estimated latency) and put
+    the latency against the task's roofline (% of peak). Raises Cancelled when `cancel` is
+    set while a child runs."""
     return _evaluate(
         task,
-        backend or NkisimBackend(),
+        backend,
         profile=True,
         kernel_source=kernel_source,
         shapes=shapes,

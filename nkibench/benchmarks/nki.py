@@ -25,6 +25,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.benchmarks.accelopt_baselines import ACCELOPT_TRN1_MS
 from nkibench.cost import MODEL_VERSION
 from nkibench.harness import check_kernel, profile_kernel
@@ -72,7 +73,7 @@ def run_nkisim_benchmark(
     started = time.monotonic()
     for folder in suite_tasks(names):
         task = load_task(folder)
-        result = check_kernel(task, shapes=shapes, target=target)
+        result = check_kernel(task, backend=NkisimBackend(), shapes=shapes, target=target)
         ratio = (
             result.kernel_seconds / result.forward_seconds
             if result.kernel_seconds and result.forward_seconds
@@ -131,7 +132,9 @@ def _profile_row(
     folder: Path, shapes: str, target: str, seeds: tuple[int, ...] | None
 ) -> dict[str, Any]:
     task = load_task(folder)
-    result = profile_kernel(task, shapes=shapes, target=target, seeds=seeds)
+    result = profile_kernel(
+        task, backend=NkisimBackend(), shapes=shapes, target=target, seeds=seeds
+    )
     line = result.roofline or {}
     overhead = (
         result.schedule_seconds / result.kernel_seconds
@@ -215,6 +218,7 @@ def run_calibration_benchmark(*, threads: int | None = None) -> dict[str, Any]:
         for name, measured_ms in measured["latency_ms"].items():
             result = profile_kernel(
                 task,
+                backend=NkisimBackend(),
                 kernel_source=(folder / name).read_text(encoding="utf-8"),
                 shapes=measured["shapes"],
                 target=measured["target"],

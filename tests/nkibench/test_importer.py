@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.errors import NkiBenchError
 from nkibench.harness import check_kernel
 from nkibench.suites import NKI_SUITE
@@ -67,7 +68,9 @@ def test_an_nkibench_tree_imports_into_checkable_tasks(tmp_path: Path) -> None:
     assert task.kernel_function == "optimized_kernel"
     assert task.constants == {"M": 256, "N": 2048}
     assert "NKIBench silu case 2 (M=256, N=2048)" in task.description
-    result = check_kernel(task, shapes="full", seeds=(0,), workdir=tmp_path)
+    result = check_kernel(
+        task, backend=NkisimBackend(), shapes="full", seeds=(0,), workdir=tmp_path
+    )
     assert result.correct, result.message
     again = import_nkibench(tree, tmp_path / "tasks")
     assert all(i.error is not None and "already exists" in i.error for i in again)

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.harness import KERNEL_FLOOR_S, check_kernel, kernel_limits
 from nkibench.sandbox.process import Limits
 from nkibench.task.spec import load_task
@@ -29,7 +30,7 @@ def test_a_hanging_kernel_is_a_timeout_within_a_minute_where_the_reference_takes
     task = load_task(DATA / "hang")
     assert task.timeout_for("full") == 1800.0
     started = time.monotonic()
-    result = check_kernel(task, shapes="full")
+    result = check_kernel(task, backend=NkisimBackend(), shapes="full")
     elapsed = time.monotonic() - started
     assert result.error_kind == "timeout"
     assert "the 60 s limit" in (result.message or "")

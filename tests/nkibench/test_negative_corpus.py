@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.errors import ERROR_KINDS
 from nkibench.harness import check_kernel
 from nkibench.sandbox.process import Limits
@@ -50,7 +51,12 @@ def test_planted_bug_is_caught_with_the_right_kind(path: Path, tmp_path: Path) -
         file_size_mb=int(fields.get("file_size_mb", 512)),
     )
     result = check_kernel(
-        task, kernel_source=path.read_text(), seeds=(0,), limits=limits, workdir=tmp_path
+        task,
+        backend=NkisimBackend(),
+        kernel_source=path.read_text(),
+        seeds=(0,),
+        limits=limits,
+        workdir=tmp_path,
     )
     assert (result.error_kind, result.correct) == (fields["expect"], False), result.message
     assert fields["message"] in result.message

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.benchmarks.accelopt_baselines import ACCELOPT_TRN1_MS
 from nkibench.benchmarks.nki import rank_correlation
 from nkibench.harness import profile_kernel
@@ -112,7 +113,9 @@ def test_a_task_without_counts_gets_them_from_its_reference(tmp_path: Path) -> N
     (folder / "task.toml").write_text(toml[: toml.index("[roofline]")])
     task = load_task(folder)
     assert not task.roofline
-    result = profile_kernel(task, shapes="small", seeds=(0,), workdir=tmp_path)
+    result = profile_kernel(
+        task, backend=NkisimBackend(), shapes="small", seeds=(0,), workdir=tmp_path
+    )
     assert result.correct, result.message
     assert result.roofline is not None
     work = result.roofline["work"]
@@ -137,7 +140,9 @@ def test_a_reference_that_cannot_be_counted_says_so(tmp_path: Path) -> None:
     (folder / "reference.py").write_text(
         reference.replace("def forward(x):", "def forward(x):\n    np.einsum(x, [0, 1], [0, 1])")
     )
-    result = profile_kernel(load_task(folder), shapes="small", seeds=(0,), workdir=tmp_path)
+    result = profile_kernel(
+        load_task(folder), backend=NkisimBackend(), shapes="small", seeds=(0,), workdir=tmp_path
+    )
     assert result.correct, result.message
     assert result.latency_ms is not None
     assert result.roofline is None

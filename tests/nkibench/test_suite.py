@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.benchmarks.nki import suite_tasks
 from nkibench.harness import check_kernel
 from nkibench.task.spec import load_task
@@ -37,7 +38,7 @@ def test_the_suite_is_nkibench() -> None:
 @pytest.mark.parametrize("folder", TASKS, ids=[f.name for f in TASKS])
 def test_baseline_is_correct_at_small_shapes(folder: Path, tmp_path: Path) -> None:
     task = load_task(folder)
-    result = check_kernel(task, shapes="small", workdir=tmp_path)
+    result = check_kernel(task, backend=NkisimBackend(), shapes="small", workdir=tmp_path)
     assert result.correct, f"{result.error_kind}: {result.message}"
     assert result.compiled
     assert result.seeds == list(task.seeds)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.backends.triton.backend import TritonBackend
 from nkibench.errors import BackendUnavailable
 from nkibench.harness import check_kernel, profile_kernel
@@ -93,7 +94,7 @@ def test_a_task_that_allows_torch_compute_accepts_a_torch_kernel(
 
 def test_a_triton_task_needs_the_triton_backend(triton_backend: TritonBackend) -> None:
     with pytest.raises(BackendUnavailable, match="a triton task; the nkisim backend"):
-        check_kernel(load_task(SILU))
+        check_kernel(load_task(SILU), backend=NkisimBackend())
     nki_task = load_task(SUITE / "silu")
     with pytest.raises(BackendUnavailable, match="a nki task; the triton backend"):
         check_kernel(nki_task, backend=triton_backend)
