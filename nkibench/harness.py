@@ -38,10 +38,11 @@ CHILD = "nkibench.sandbox.child"
 """The module every sandboxed child runs (it imports the phase's function by name)."""
 NO_MOUNTS = Mounts()
 KERNEL_WRITES = ("out_dir", "fresh_out_dir")
-KERNEL_READS = ("data_dir", "fresh_data_dir", "task_dir")
+KERNEL_READS = ("data_dir", "fresh_data_dir", "task_dir", "artifacts_dir")
 """The request's folders a child running kernel code may write (its outputs) and read (its
-inputs, the task's files); nothing else of the session is in its sandbox, least of all the
-expected outputs (nkibench.sandbox.arrays.expected_folder), which it could copy."""
+inputs, the task's files, what an earlier phase built such as a NEFF); nothing else of the
+session is in its sandbox, least of all the expected outputs
+(nkibench.sandbox.arrays.expected_folder), which it could copy."""
 
 
 def run_phase(

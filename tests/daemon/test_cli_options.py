@@ -57,7 +57,13 @@ def test_the_search_options_are_the_same_for_optimize_and_the_daemon() -> None:
         assert optimize[option] == daemon[option]
 
 
-WITHOUT_DATABASE = {"bench nkisim", "bench nkibench", "bench cost-model", "bench daemon"}
+WITHOUT_DATABASE = {
+    "bench nkisim",
+    "bench nkibench",
+    "bench cost-model",
+    "bench daemon",
+    "bench soak",
+}
 """Benchmarks that make their own databases and workspaces, and never read --db."""
 
 

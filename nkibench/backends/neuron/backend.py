@@ -152,6 +152,9 @@ class NeuronBackend:
     def measure(self, session: Session, kernel: dict[str, Any]) -> None:
         request = {
             **self.kernel_request(session, True),
+            # the kernel phase's NEFF and trace, read-only: the measuring child writes only
+            # in its own folder
+            "artifacts_dir": session.common["out_dir"],
             "profiler": self.host.profiler,
             "iterations": self.iterations,
             "retries": self.retries,

@@ -45,7 +45,8 @@ def _capture(argv: list[str]) -> int:
     neff = Path(_option(argv, "-n"))
     session = Path(_option(argv, "-s"))
     document = json.loads(neff.read_text())
-    counter = neff.with_suffix(".captures")
+    # in the working folder, as the profiler's own files: the NEFF's folder is read-only
+    counter = Path.cwd() / f"{neff.stem}.captures"
     count = int(counter.read_text()) if counter.exists() else 0
     counter.write_text(str(count + 1))
     # deterministic jitter: 0.1% normally, 5% when asked to be noisy

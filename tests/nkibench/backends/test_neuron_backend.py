@@ -111,7 +111,7 @@ def test_a_profile_is_measured_with_the_estimate_beside_it(
     result = _profile(double_host, tmp_path, core=1)
     assert result.correct, result.message
     assert result.backend == "neuron"
-    assert result.latency_kind == "measured"
+    assert result.latency_kind == "measured", (result.error_kind, result.message)
     stats = result.latency_stats
     assert stats["runs"] == 3
     assert stats["min"] <= result.latency_ms <= stats["max"]
