@@ -240,6 +240,7 @@ def test_closing_a_subscription_ends_its_iteration_promptly(store: EventStore) -
         ({"nested": [{"x": -math.inf}]}, "NaN"),
         ({"message": "bad\x00byte"}, "NUL"),
         ({"key\x00": 1}, "NUL"),
+        ({"message": "half a pair \ud800"}, "surrogates"),
         ({"files": {1, 2}}, "not JSON serializable|Type is not JSON serializable"),
     ],
 )
