@@ -45,6 +45,7 @@ from agents.llm import LLMClient
 from agents.memory import MemoryProjection
 from agents.search import IDLE, Interrupted, Search
 from daemon import startup
+from daemon.allocator import return_free_memory
 from daemon.backends import open_for_command
 from daemon.health import StoreHealth
 from daemon.library import sync_library
@@ -295,8 +296,12 @@ class Daemon:
         if ended:
             # A finished search's objects form cycles (its steps point back at it), which
             # only a full collection frees; in a heap this size those come rarely, and what
-            # waits for them scatters the allocator's pages.
+            # waits for them scatters the allocator's pages. What the collection freed stays
+            # resident until glibc is asked to return it.
             gc.collect()
+            returned = return_free_memory()
+            if returned:
+                log.debug("free memory returned", mb=round(returned / 1e6, 1))
         now = time.monotonic()
         cooling = frozenset(
             t for t, at in self.failures.items() if now - at < self.options.cooldown_s

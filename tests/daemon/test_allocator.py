@@ -73,3 +73,35 @@ def test_an_arena_limit_from_the_environment_is_left_alone() -> None:
 def test_the_limit_is_not_set_where_the_environment_chose(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MALLOC_ARENA_MAX", "8")
     assert limit_arenas() is False
+
+
+TRIM = """
+import ctypes
+from daemon.allocator import resident_bytes, return_free_memory
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = (ctypes.c_size_t,)
+libc.free.argtypes = (ctypes.c_void_p,)
+libc.memset.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t)
+blocks = [libc.malloc(1024) for _ in range(100_000)]
+for block in blocks:
+    libc.memset(block, 1, 1024)  # resident
+pin = libc.malloc(1024)  # above them: the heap's top cannot shrink past it
+for block in blocks:
+    libc.free(block)
+held = resident_bytes()
+returned = return_free_memory()
+print(held, returned, resident_bytes())
+"""
+
+
+@glibc
+def test_free_pages_inside_the_heap_are_returned() -> None:
+    """100 MB freed below a live block stay resident until the daemon asks glibc to give them
+    back: a trim that did nothing returns about 0."""
+    done = subprocess.run(
+        [sys.executable, "-c", TRIM], capture_output=True, text=True, timeout=60, check=True
+    )
+    held, returned, after = map(int, done.stdout.split())
+    assert returned > 80e6, done.stdout
+    assert after < held - 80e6
