@@ -20,7 +20,7 @@ import ctypes.util
 import os
 from pathlib import Path
 
-__all__ = ["DAEMON_ARENAS", "limit_arenas", "return_free_memory"]
+__all__ = ["DAEMON_ARENAS", "limit_arenas", "resident_bytes", "return_free_memory"]
 
 DAEMON_ARENAS = 2
 _M_ARENA_MAX = -8

@@ -45,7 +45,7 @@ from agents.llm import LLMClient
 from agents.memory import MemoryProjection
 from agents.search import IDLE, Interrupted, Search
 from daemon import startup
-from daemon.allocator import return_free_memory
+from daemon.allocator import resident_bytes, return_free_memory
 from daemon.backends import open_for_command
 from daemon.health import StoreHealth
 from daemon.library import sync_library
@@ -119,8 +119,17 @@ class DaemonOptions:
     """Run kernels without bubblewrap where it cannot run (said loudly) instead of refusing."""
     store_patience_s: float = 300.0
     """How long a failing database is waited out before the daemon stops (exit 1)."""
+    max_resident_mb: float | None = 2048.0
+    """The daemon's own resident memory (its kernels' processes apart) past which it drains and
+    exits with RECYCLE_EXIT, for its supervisor to start a fresh one that resumes from the log:
+    memory a long-lived CPython process once held is not always given back. None: no ceiling."""
     cooldown_s: float = 60.0
     """How long a task whose search crashed waits before the next."""
+
+
+RECYCLE_EXIT = 9
+"""The exit status of a daemon that stopped to give its memory back (systemd's
+Restart=on-failure starts the next one)."""
 
 
 @dataclass
@@ -539,10 +548,9 @@ class Daemon:
                 wait = self.health.failed(e, "the main loop")
             except AnotherDaemon as e:  # it took the database while ours was away
                 self.stop(e.message, exit_code=e.exit_code)
-            failed = self.supervisor.check() or self.health.exhausted()
-            if failed is not None:
-                log.error("stopping: a part failed for good", reason=failed)
-                self.stop(failed, exit_code=1)
+            ending = self._ending()
+            if ending is not None:
+                self.stop(*ending)
             elif time.monotonic() - last_status >= self.options.status_s:
                 last_status = time.monotonic()
                 with contextlib.suppress(StoreError):
@@ -555,6 +563,29 @@ class Daemon:
             live.stop()
         self._drain(clock, watcher, workers)
         return self.exit_code
+
+    def _ending(self) -> tuple[str, int] | None:
+        """Why the daemon must stop now, with its exit status: a part failed for good (1), or
+        its memory passed the ceiling (RECYCLE_EXIT)."""
+        failed = self.supervisor.check() or self.health.exhausted()
+        if failed is not None:
+            log.error("stopping: a part failed for good", reason=failed)
+            return failed, 1
+        over = self._over_memory_ceiling()
+        if over is not None:
+            log.warning("stopping to give memory back", reason=over)
+            return over, RECYCLE_EXIT
+        return None
+
+    def _over_memory_ceiling(self) -> str | None:
+        ceiling = self.options.max_resident_mb
+        resident = resident_bytes() if ceiling is not None else None
+        if ceiling is None or resident is None or resident / 1e6 <= ceiling:
+            return None
+        return (
+            f"resident memory {resident / 1e6:.0f} MB is over the ceiling of {ceiling:g} MB "
+            f"(exit {RECYCLE_EXIT}: a fresh daemon resumes from the log)"
+        )
 
     def _tick(self, library: Path) -> None:
         self._check_database_file()

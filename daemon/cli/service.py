@@ -87,6 +87,15 @@ DAEMON_BACKEND = "nkisim"
     help="How often SQLite's write-ahead log is folded back into the database file.",
 )
 @click.option(
+    "--max-resident-mb",
+    "max_resident_mb",
+    type=click.FloatRange(min=0),
+    default=2048.0,
+    show_default=True,
+    help="The daemon's own resident memory past which it drains and exits with status 9, for "
+    "systemd to start a fresh one (0: no ceiling).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -109,6 +118,7 @@ def daemon_command(
     rescan_s: float,
     snapshot_s: float,
     checkpoint_s: float,
+    max_resident_mb: float,
     log_level: str,
     **search: int,
 ) -> None:
@@ -133,6 +143,7 @@ def daemon_command(
         checkpoint_s=checkpoint_s,
         unsafe_sandbox=app.unsafe_sandbox,
         store_patience_s=app.settings.daemon_store_patience_s,
+        max_resident_mb=max_resident_mb or None,
     )
     url = app.database_url
     if url.startswith("sqlite:///"):

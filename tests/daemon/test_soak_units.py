@@ -203,6 +203,10 @@ def test_the_soak_runs_the_daemon_command_with_every_clock_period(
     assert (options.watch, options.backend, options.shapes) == (tmp_path, "nkisim", "small")
     assert options.search == config.search
     assert len(options.devices) == 1  # one nkisim worker
+    assert options.max_resident_mb == 2048.0  # the soak's daemon has the default ceiling
+    result = CliRunner().invoke(cli, [*argv[3:], "--max-resident-mb", "0"])
+    assert result.exit_code == 0, result.output
+    assert built[-1].max_resident_mb is None  # 0: no ceiling
 
 
 # --- the churn ----------------------------------------------------------------------------

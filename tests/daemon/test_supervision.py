@@ -5,7 +5,7 @@ A worker whose profiling raises is restarted and its job runs again; a worker ki
 database while it finishes a job likewise; a dead watcher is noticed within one tick and
 restarted; a part that keeps dying stops the daemon with a non-zero exit; the clock and the
 main loop share the projections without a race; the signal handlers are the caller's again
-after a run.
+after a run; a daemon whose memory passes its ceiling drains and exits for a fresh one.
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ import sqlalchemy as sa
 from structlog.testing import capture_logs
 
 import daemon.workers
-from daemon.service import Daemon, DaemonOptions
+from daemon.allocator import resident_bytes
+from daemon.service import RECYCLE_EXIT, Daemon, DaemonOptions
 from daemon.settings import Settings
-from events.catalog import ProfileRecorded, SearchFinished
+from events.catalog import DaemonStopped, ProfileRecorded, SearchFinished
+from events.codec import decode
 from store.engine import make_engine
 from store.errors import StoreBusy
 from store.jobs.sql import SqlJobQueue
@@ -243,3 +245,25 @@ def test_the_signal_handlers_are_the_callers_again_after_a_run(home: Path) -> No
     assert during
     assert during[0] != before[signal.SIGTERM]
     assert {s: signal.getsignal(s) for s in before} == before
+
+
+def test_a_daemon_past_its_memory_ceiling_drains_and_exits_for_a_fresh_one(home: Path) -> None:
+    """The daemon runs in this process, so memory the test takes is the daemon's: under the
+    ceiling it serves; 300 MB more and it stops within a few ticks, with the recycle status,
+    a DaemonStopped that says why, and no job left running."""
+    before = resident_bytes()
+    assert before is not None
+    running = Running(home, max_resident_mb=before / 1e6 + 150)
+    running.drop("silu")
+    wait_for(lambda: running.events(ProfileRecorded, "silu"), 120, "the baseline")
+    assert running.thread.is_alive(), running.daemon.reason
+    held = b"\x01" * 300_000_000  # resident: every page written
+    running.thread.join(timeout=60)
+    assert not running.thread.is_alive()
+    assert len(held) == 300_000_000
+    assert running.code == RECYCLE_EXIT
+    assert "over the ceiling" in running.daemon.reason
+    stopped = [decode(s).event for s in running.daemon.store.read_all(types=["DaemonStopped"])]
+    assert isinstance(stopped[-1], DaemonStopped)
+    assert "over the ceiling" in stopped[-1].reason
+    assert running_jobs(running.url) == 0
