@@ -29,14 +29,17 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# Everything, as CI runs it: the end-to-end tests (slow) and PostgreSQL's included.
+# Everything, as CI runs it: the end-to-end tests (slow) and PostgreSQL's included. Two
+# workers (pytest-xdist), each taking whole files: the slow tests mostly wait on daemons,
+# children and locks, and a file's tests share its fixtures.
+PYTEST_WORKERS ?= -n 2 --dist loadfile
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_WORKERS)
 
 # The fast loop while working: lint, types, and the tests that need neither a real daemon
 # process end to end nor the PostgreSQL server.
 check: lint
-	$(BIN)/pytest -m "not slow and not postgres"
+	$(BIN)/pytest $(PYTEST_WORKERS) -m "not slow and not postgres"
 
 bench: $(STAMP)
 	$(BIN)/accelopt bench store
