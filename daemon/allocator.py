@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 from pathlib import Path
 
@@ -27,7 +28,10 @@ _M_ARENA_MAX = -8
 """mallopt's parameter number for the arena limit (malloc.h)."""
 
 
+@functools.cache
 def _glibc() -> ctypes.CDLL | None:
+    """The C library once per process, if it is glibc (find_library runs `ldconfig -p`, and
+    the trim runs after every search)."""
     name = ctypes.util.find_library("c")
     if name is None:
         return None
