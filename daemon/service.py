@@ -186,7 +186,7 @@ class Daemon:
         self.isolation = isolation
         self.lock = lock
         self.state_dir = settings.state_dir()
-        self.recorder = Recorder(store, correlation_id=f"daemon:{platform.node()}:{os.getpid()}")
+        self.recorder = recorder
         self.stopping = threading.Event()
         self.wake = threading.Event()
         self.notifier = Notifier()
