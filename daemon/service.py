@@ -472,8 +472,9 @@ class Daemon:
         )
 
     def run(self) -> int:
-        """Serve until asked to stop; the exit status (0, or 1 when a part or the database
-        failed for good)."""
+        """Serve until asked to stop; the exit status (0; 1 when a part or the database
+        failed for good; 8 when another daemon took the database; RECYCLE_EXIT past the
+        memory ceiling)."""
         with stop_on_signals(self.stop):
             try:
                 return self._serve()
@@ -579,8 +580,10 @@ class Daemon:
 
     def _over_memory_ceiling(self) -> str | None:
         ceiling = self.options.max_resident_mb
-        resident = resident_bytes() if ceiling is not None else None
-        if ceiling is None or resident is None or resident / 1e6 <= ceiling:
+        if ceiling is None:
+            return None
+        resident = resident_bytes()
+        if resident is None or resident / 1e6 <= ceiling:
             return None
         return (
             f"resident memory {resident / 1e6:.0f} MB is over the ceiling of {ceiling:g} MB "
