@@ -7,11 +7,17 @@ it the item with the weakest evidence (the smallest |ln speedup|, then the oldes
 Lessons are shared across tasks: the planner of a task sees its own items first, then other
 tasks' items by the similarity of their operators, and never items learnt on another
 hardware generation.
+
+Lessons cross kernel languages, their code does not: an item's before/after snippets are
+written in its dialect (legacy NKI, current NKI, Triton), and a planner of another dialect sees
+only the lesson's idea, its title and prose, with the code left out (`lesson_as_shown`); an
+API from another language in the prompt would be copied into kernels that cannot use it.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -20,9 +26,10 @@ from agents.roles import says_no_optimization
 from events.base import Event
 from events.catalog import ExperienceSummarized
 from events.envelope import Envelope
+from nkibench.dialects import DIALECTS
 from nkibench.task.operators import similarity
 
-__all__ = ["MemoryItem", "MemoryProjection", "MemoryState", "shown_to_planner"]
+__all__ = ["MemoryItem", "MemoryProjection", "MemoryState", "lesson_as_shown", "shown_to_planner"]
 
 Status = Literal["active", "retired"]
 
@@ -38,6 +45,8 @@ class MemoryItem:
     operators: list[str]
     target: str
     backend: str
+    dialect: str
+    """The kernel language of the pair, and of the lesson's code snippets."""
     provenance: dict[str, Any]
     added_position: int
     status: Status = "active"
@@ -64,7 +73,7 @@ class MemoryProjection:
 
     def __init__(self, capacity: int = 16) -> None:
         self.capacity = capacity
-        self.version = f"1-capacity{capacity}"
+        self.version = f"2-capacity{capacity}"  # 2: items carry their dialect
 
     def initial(self) -> MemoryState:
         return MemoryState()
@@ -102,6 +111,7 @@ class MemoryProjection:
             operators=list(e.operators),
             target=e.target,
             backend=e.backend,
+            dialect=e.dialect,
             provenance={
                 "search_id": e.search_id,
                 "slow_candidate_id": e.slow_candidate_id,
@@ -155,6 +165,7 @@ class MemoryProjection:
                     "polarity": i.polarity,
                     "operators": i.operators,
                     "target": i.target,
+                    "dialect": i.dialect,
                     "provenance": i.provenance,
                 }
                 for i in active
@@ -164,14 +175,47 @@ class MemoryProjection:
 
 
 def shown_to_planner(
-    state: MemoryState, *, task: str, operators: list[str], target: str, limit: int
+    state: MemoryState,
+    *,
+    task: str,
+    operators: list[str],
+    target: str,
+    dialect: str,
+    limit: int,
 ) -> list[MemoryItem]:
-    """What the planner of `task` sees: its own items by evidence, then other tasks' items by
-    operator similarity and evidence; only items learnt on the same hardware generation."""
+    """What the planner of `task` (written in `dialect`) sees: its own items by evidence, then
+    other tasks' items by operator similarity, those in its own dialect before others as
+    alike, then by evidence; only items learnt on the same hardware generation. Show each
+    with `lesson_as_shown`, which keeps another dialect's code out."""
     usable = [i for i in state.items.values() if i.status == "active" and i.target == target]
     own = sorted((i for i in usable if i.task == task), key=lambda i: (-i.evidence, i.item_id))
     others = sorted(
         (i for i in usable if i.task != task),
-        key=lambda i: (-similarity(i.operators, operators), -i.evidence, i.item_id),
+        key=lambda i: (
+            -similarity(i.operators, operators),
+            i.dialect != dialect,
+            -i.evidence,
+            i.item_id,
+        ),
     )
     return (own + others)[:limit]
+
+
+FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
+"""A fenced code block, up to its closing fence (or the end, if it has none)."""
+
+
+def lesson_as_shown(item: MemoryItem, summary: str, *, dialect: str) -> str:
+    """The lesson's text as a planner of `dialect` sees it: whole if the item was learnt in
+    the same dialect; otherwise its idea only, every code block left out and a note saying in
+    which language it was learnt."""
+    if item.dialect == dialect:
+        return summary
+    idea = FENCED.sub("", summary)
+    idea = re.sub(r"\n{3,}", "\n\n", idea).strip()
+    record = DIALECTS.get(item.dialect)
+    language = record.language if record is not None else item.dialect
+    return (
+        f"{idea}\n\n(Learnt on a kernel in {language}: its code is left out, as this kernel "
+        "is written in another language. Take the idea, not the API names.)"
+    )

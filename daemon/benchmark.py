@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from events.codec import decode
-from nkibench.suites import NKI_SUITE as SUITE
+from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from store.sql import SqlEventStore
 
 __all__ = ["DAEMON_TARGETS", "run_daemon_benchmark"]

@@ -3,6 +3,7 @@ one that now fails is demoted (`KernelDemoted`), which takes it out of the libra
 
 from __future__ import annotations
 
+import ast
 import threading
 import time
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from agents.search.ids import demotion_key, reverify_job_id
 from agents.search.profiling import Profiler
 from daemon.revisions import materialize
 from events.catalog import KernelDemoted, KernelSourceChanged
+from nkibench.dialects import detect_dialect
 from nkibench.errors import TaskError
 from store.projections.library import Promotion
 from store.recorder import Recorder
@@ -56,11 +58,13 @@ class Reverifier:
                 return
             task = e.task
             spec = materialize(store, revision, self.revisions)
+            source = store.get_text(e.kernel_hash)
             job_id = reverify_job_id(task, e.candidate_id, epoch)
             try:
-                result = self.profiler(seeds).profile(
-                    spec, store.get_text(e.kernel_hash), job_id=job_id
-                )
+                written = detect_dialect(ast.parse(source), f"{task}'s promoted kernel")
+                if written is not None and written != spec.dialect:  # a port's kernel
+                    spec = spec.with_kernel(source, written)
+                result = self.profiler(seeds).profile(spec, source, job_id=job_id)
             except Interrupted:
                 return
             except TaskError as problem:  # not this daemon's to check (another --shapes)

@@ -74,6 +74,7 @@ def record_revision(
         task_dir=str(task.path),
         content_hash=task.content_hash,
         files={name: recorder.store.put_blob(content) for name, content in sorted(files.items())},
+        dialect=task.dialect,
     )
     key = f"source|{task.path}|{task.content_hash}|after:{previous}"
     return _record(recorder, task.name, event, key)

@@ -43,6 +43,7 @@ from agents.config import SearchConfig
 from agents.ledger import Ledger
 from agents.llm import LLMClient
 from agents.memory import MemoryProjection
+from agents.port import Porter
 from agents.search import IDLE, Interrupted, Search
 from daemon import startup
 from daemon.allocator import resident_bytes, return_free_memory
@@ -63,9 +64,12 @@ from daemon.watcher import ObserverKind, TaskWatcher
 from daemon.workers import QueuedProfiler, Worker, WorkerPart
 from events.catalog import DaemonStarted, DaemonStopped, KernelSourceChanged
 from nkibench.backend import Backend
-from nkibench.backends import OpenedBackend, backend_info
+from nkibench.backends import OpenedBackend, backend_info, open_backend
+from nkibench.dialects import NKI, needs_port
+from nkibench.errors import TaskError
 from nkibench.policy.provenance import package_version
 from nkibench.sandbox.isolation import Isolation
+from nkibench.task.spec import TaskSpec
 from store.engine import make_engine, sqlite_path
 from store.errors import StoreError
 from store.jobs.base import JobQueue
@@ -341,6 +345,8 @@ class Daemon:
             try:
                 task = materialize(self.store, revision, self.state_dir / "revisions")
                 self.weights[task.name] = task.weight
+                if needs_port(task.dialect, self.opened.target, self.dialects):
+                    task = self._ported(task)
                 search = Search(
                     task=task,
                     recorder=self.recorder,
@@ -367,6 +373,31 @@ class Daemon:
                 self.health.report(e, f"the search of {revision.task}")
             finally:
                 self.wake.set()
+
+    @property
+    def dialects(self) -> tuple[str, ...]:
+        return backend_info(self.opened.name).dialects
+
+    def _ported(self, task: TaskSpec) -> TaskSpec:
+        """A legacy-NKI task moved to current NKI (verified by nkisim on every seed) before its
+        search, where this daemon's backend and target run only current NKI."""
+        if self.llm is None:
+            raise TaskError(f"{task.path}: a legacy NKI task needs a port, and the agents are off")
+        reason = f"the {self.opened.name} backend on {self.opened.target} runs only current NKI"
+        log.info("porting a legacy NKI task before optimizing it", reason=reason)
+        verifier = open_backend("nkisim", target=self.opened.target, isolation=self.isolation)
+        porter = Porter(
+            llm=self.llm,
+            recorder=self.recorder,
+            backend=verifier.first(),
+            target=self.opened.target,
+            shapes=self.options.shapes,
+            say=log.info,
+        )
+        outcome = porter.run(task, reason)
+        if outcome.source is None:
+            raise TaskError(f"{task.path}: {outcome.message}")
+        return task.with_kernel(outcome.source, NKI.name)
 
     def _profiler(
         self, stop: threading.Event, seeds: tuple[int, ...] | None = None
@@ -503,9 +534,11 @@ class Daemon:
             observer=self.options.observer,
             on_change=lambda _task: self.wake.set(),
             on_failure=self.health.report,
-            dialects=backend_info(self.opened.name).dialects,
+            dialects=self.dialects,
             library=self.library,  # each folder's last record, and who holds each name
             shapes=self.options.shapes,  # a task without the daemon's shape set is invalid here
+            target=self.opened.target,  # and so is one whose dialect does not run there,
+            ports=self.llm is not None,  # unless it is legacy NKI the agents can port
         )
         watcher.start()
         self.supervisor.watch(watcher)

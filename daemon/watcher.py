@@ -41,9 +41,11 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from daemon.revisions import after, record_invalid, record_removed, record_revision
+from nkibench.dialects import check_target, needs_port
 from nkibench.errors import TaskError
 from nkibench.task.spec import (
     FULL,
+    KERNEL_FILE,
     TOML_FILE,
     TaskSpec,
     folder_hash,
@@ -106,13 +108,20 @@ class TaskWatcher:
         debounce_s: float = 0.4,
         on_change: Callable[[str], None] | None = None,
         on_failure: Callable[[Exception, str], None] | None = None,
-        dialects: tuple[str, ...] = ("nki",),
+        dialects: tuple[str, ...] = ("nki", "nki-legacy"),
         library: LibraryState | None = None,
         shapes: str = FULL,
+        target: str | None = None,
+        ports: bool = False,
     ) -> None:
         self.root = root.resolve()
         self.dialects = dialects
         """The kernel languages this daemon's backend runs; other tasks are not its to use."""
+        self.target = target
+        """The generation it runs them on; a task whose dialect does not run there is not its
+        to use either (None: the backend has no generations, a GPU)."""
+        self.ports = ports
+        """Whether legacy-NKI tasks that cannot run here are ported (the agents are on)."""
         self.shapes = shapes
         """The shape set this daemon profiles (`--shapes`): a task without it is not its to
         use either."""
@@ -211,12 +220,22 @@ class TaskWatcher:
 
     def _check_runnable(self, task: TaskSpec) -> None:
         """Raise TaskError if this daemon cannot run the task (its options, not the folder)."""
+        target = self.target
+        if self.ports and target is not None and needs_port(task.dialect, target, self.dialects):
+            log.info("a legacy NKI task: ported to current NKI before its search", task=task.name)
+            self._check_shapes(task)
+            return
         if task.dialect not in self.dialects:
             raise TaskError(
                 f"{task.path / TOML_FILE}: backend: a {task.dialect} task, and this daemon "
                 f"runs {', '.join(self.dialects)} kernels (start one with --backend "
                 f"{task.default_backend} for it)"
             )
+        if target is not None:
+            check_target(task.dialect, target, str(task.path / KERNEL_FILE))
+        self._check_shapes(task)
+
+    def _check_shapes(self, task: TaskSpec) -> None:
         if self.shapes != FULL and self.shapes not in task.shape_sets:
             raise TaskError(
                 f"{task.path / TOML_FILE}: shapes: no shape set {self.shapes!r}, which this "

@@ -71,8 +71,11 @@ class Worker(threading.Thread):
         with bound:
             log.info("profiling", attempt=job.attempts)
             try:
+                task = load_task(payload["task_dir"])
+                if payload.get("dialect", task.dialect) != task.dialect:
+                    task = task.with_kernel(payload["source"], payload["dialect"])
                 result = profile_kernel(
-                    load_task(payload["task_dir"]),
+                    task,
                     backend=self.make_backend(),
                     kernel_source=payload["source"],
                     shapes=payload["shapes"],
@@ -158,6 +161,7 @@ class QueuedProfiler:
                 "seeds": list(self.seeds) if self.seeds else None,
                 "target": self.target,
                 "backend": self.backend_name,
+                "dialect": task.dialect,  # a ported task's differs from its folder's
             },
             priority=self.priority(task.name),
         )

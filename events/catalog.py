@@ -8,6 +8,8 @@ Streams, by convention:
 - `llm:<call id>`    one LLM call
 - `daemon:<host>`    daemon lifecycle
 - `device:<key>`     one GPU's measured ceilings (the key hashes its fingerprint)
+- `port:<id>`        one port of a legacy-NKI task to current NKI; the id is
+                     `<task>@<revision hash[:12]>-><dialect>@<target>`
 
 Large texts (kernel sources, plans, prompts, responses, summaries) live in the blob table;
 events carry their sha256 in fields named `*_blob`.
@@ -41,6 +43,9 @@ __all__ = [
     "LLMRole",
     "LatencyKind",
     "PlanProposed",
+    "PortAttempted",
+    "PortFinished",
+    "PortStarted",
     "ProfilePurpose",
     "ProfileRecorded",
     "RejectReason",
@@ -79,12 +84,17 @@ SearchEnd = Literal["completed", "plateau", "budget", "no_baseline", "failed"]
 class KernelSourceChanged(Event):
     """The files of a task folder appeared or their content changed."""
 
+    schema_version: ClassVar[int] = 2
+
     task: str
     task_dir: str
     content_hash: str
     """sha256 over the folder's files, names and contents; the task's revision."""
     files: dict[str, str]
     """File name → blob sha256 of its content."""
+    # version 2: which language the kernel is written in
+    dialect: str | None
+    """nkibench.dialects name ("nki", "nki-legacy", "triton"); None if recorded before."""
 
 
 class TaskInvalid(Event):
@@ -112,7 +122,7 @@ class KernelRemoved(Event):
 class ProfileRecorded(Event):
     """One kernel compiled, checked and timed on one backend; keyed by its job id."""
 
-    schema_version: ClassVar[int] = 2
+    schema_version: ClassVar[int] = 3
 
     job_id: str
     task: str
@@ -142,6 +152,9 @@ class ProfileRecorded(Event):
     hot_lines: list[dict[str, str | int | float]]
     estimate_ms: float | None
     """On hardware: the cost model's estimate of the same kernel (its error is known)."""
+    # version 3: the kernel's language
+    dialect: str | None
+    """The dialect the kernel ran as (nkibench.dialects); None if recorded before."""
 
 
 # --- the search ---------------------------------------------------------------------------
@@ -238,7 +251,7 @@ class BeamSelected(Event):
 class ExperienceSummarized(Event):
     """The summarizer turned a slow/fast pair into a lesson for the optimization memory."""
 
-    schema_version: ClassVar[int] = 2
+    schema_version: ClassVar[int] = 3
 
     task: str
     search_id: str | None
@@ -257,6 +270,11 @@ class ExperienceSummarized(Event):
     backend: str
     target: str
     fingerprint: dict[str, str] = Field(default_factory=dict)
+    # version 3: the language of the pair
+    dialect: str
+    """The kernel language both kernels (and the lesson's code snippets) are written in
+    (nkibench.dialects: "nki", "nki-legacy", "triton"). Items from before version 3 get
+    theirs from their backend (events/upcasting.py)."""
 
 
 class KernelPromoted(Event):
@@ -342,6 +360,61 @@ class DaemonStopped(Event):
     reason: str
 
 
+# --- porting a legacy-NKI kernel to current NKI --------------------------------------------
+
+
+class PortStarted(Event):
+    """A task's kernel is being moved to another dialect (legacy NKI to current NKI, which
+    SDK 2.30 and later and Trainium3 require): by `accelopt port`, or by a daemon whose
+    backend runs only the new dialect."""
+
+    port_id: str
+    task: str
+    task_source_hash: str
+    from_dialect: str
+    to_dialect: str
+    backend: str
+    target: str
+    shapes: str
+    """The shape set the port is verified at, on every seed of the task."""
+    reason: str
+
+
+class PortAttempted(Event):
+    """One ported kernel (the executor's, or the fixer's repair of the one before) and its
+    verdict against the task's reference."""
+
+    port_id: str
+    attempt: int
+    """1 for the executor's port; each fixer repair counts one more."""
+    role: LLMRole
+    llm_call_id: str
+    kernel_hash: str | None
+    source_blob: str | None
+    """None when the answer held no usable code."""
+    correct: bool
+    error_kind: str | None
+    error_message: str | None
+    max_rel_l2: float | None
+    seeds: list[int]
+
+
+class PortFinished(Event):
+    port_id: str
+    task: str
+    outcome: Literal["ported", "failed"]
+    attempts: int
+    kernel_hash: str | None
+    source_blob: str | None
+    """The verified kernel, in the new dialect (None: the port failed)."""
+    target: str
+    latency_ms: float | None
+    latency_kind: LatencyKind | None
+    """The target's latency of the verified kernel: a cost-model estimate under nkisim."""
+    out_dir: str | None
+    """Where `accelopt port` wrote the ported task folder (None: not written)."""
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type_name(): cls
     for cls in (
@@ -362,6 +435,9 @@ EVENT_TYPES: dict[str, type[Event]] = {
         DaemonStarted,
         DaemonStopped,
         DeviceCeilingsMeasured,
+        PortStarted,
+        PortAttempted,
+        PortFinished,
     )
 }
 """Every event type this code reads and writes, by stored type name."""

@@ -38,6 +38,17 @@ def _experience_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "search_id": None, "operators": []}
 
 
+def _experience_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """v3 added the kernel language of the lesson (its code snippets are written in it).
+
+    Before v3 there was one NKI, legacy `neuronxcc.nki`: current NKI (the `nki` package)
+    arrived together with v3, so no earlier item can be in it. The language then follows from
+    the backend the pair was measured on: the triton backend runs Triton, every other one
+    (nkisim, neuron) ran legacy NKI."""
+    backend = data.get("backend")
+    return {**data, "dialect": "triton" if backend == "triton" else "nki-legacy"}
+
+
 def _profile_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     """v2 added the roofline, the bound-by engine, hot lines and the estimate beside a
     measurement; a v1 profile has none of them."""
@@ -52,6 +63,17 @@ def _profile_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _profile_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """v3 added the kernel's dialect; before, NKI meant legacy NKI, but a v2 profile does not
+    say whether it was NKI or Triton: unknown."""
+    return {**data, "dialect": None}
+
+
+def _source_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """v2 added the kernel's dialect, which a v1 revision did not record."""
+    return {**data, "dialect": None}
+
+
 def _daemon_started_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     """v2 says what the kernels ran in; before, the Python checks were all there was."""
     return {**data, "sandbox": "python checks only (recorded before the OS sandbox)"}
@@ -61,7 +83,10 @@ SHIPPED_UPCASTERS = Upcasters(
     {
         ("DaemonStarted", 1): _daemon_started_v1_to_v2,
         ("ExperienceSummarized", 1): _experience_v1_to_v2,
+        ("ExperienceSummarized", 2): _experience_v2_to_v3,
+        ("KernelSourceChanged", 1): _source_v1_to_v2,
         ("ProfileRecorded", 1): _profile_v1_to_v2,
+        ("ProfileRecorded", 2): _profile_v2_to_v3,
     }
 )
 """The upcasters of the released schema history."""

@@ -135,3 +135,15 @@ class Backend(Protocol):
         """The target results are labelled with: the requested one where the backend models
         several (nkisim), the hardware it runs on otherwise."""
         ...
+
+    def refusal(self, dialect: str) -> str | None:
+        """Why it does not run kernels of `dialect` (None: it does)."""
+        ...
+
+
+def refuse_other_dialects(backend: Backend, dialect: str) -> str | None:
+    """The refusal of a backend whose dialects are fixed: it names the ones it runs."""
+    if dialect in backend.dialects:
+        return None
+    runs = ", ".join(sorted(backend.dialects))
+    return f"a {dialect} task; the {backend.name} backend runs {runs} kernels"

@@ -1,6 +1,7 @@
 """Kernel languages: one record per dialect says everything that differs between them.
 
-A task's dialect is the language its kernel.py is written in. Everything that depends on it
+A task's dialect is the language its kernel.py is written in, read from its imports
+(`detect_dialect`; task.toml's `dialect` overrides it). Everything that depends on it
 reads this record: the task loader (the kernel's entry-point names), the static check and
 the kernel loader (which modules a kernel may import, and which only as `module.<name>`), the
 comparison (whether the reference's output transform applies), nkisim (which shadow modules
@@ -9,11 +10,21 @@ stand in for the real package), and the agents (which prompt folder they read).
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 from nkibench.errors import TaskError
 
-__all__ = ["DIALECTS", "Dialect", "get_dialect"]
+__all__ = [
+    "DIALECTS",
+    "NKI",
+    "NKI_LEGACY",
+    "Dialect",
+    "check_target",
+    "detect_dialect",
+    "get_dialect",
+    "needs_port",
+]
 
 COMMON_MODULES = ("math", "typing", "functools", "itertools")
 
@@ -42,29 +53,42 @@ class Dialect:
     """The agents' prompt folder (agents/prompts/<folder>)."""
     default_backend: str
     """The backend that runs it on any host (an interpreter: nkisim, or Triton's)."""
+    targets: tuple[str, ...] = ()
+    """The Trainium generations it runs on (empty: not a Trainium language, no target)."""
 
 
-NKI_MODULES = (
+LEGACY_NKI_MODULES = (
     "numpy",
     "neuronxcc",
     "neuronxcc.nki",
     "neuronxcc.nki.language",
     "neuronxcc.nki.isa",
     "neuronxcc.nki.typing",
-    "nki",
-    "nki.language",
-    "nki.isa",
-    "nki.typing",
 )
+NKI_LEGACY = Dialect(
+    name="nki-legacy",
+    language="legacy NKI (neuronxcc.nki)",
+    package_roots=("numpy", "neuronxcc"),
+    targets=("trn1", "trn2"),
+    entry_points=("kernel", "optimized_kernel"),
+    allowed_modules=(*COMMON_MODULES, *LEGACY_NKI_MODULES),
+    guarded_modules=(*COMMON_MODULES, *LEGACY_NKI_MODULES),
+    output_transform=True,
+    shadow_front="nkibench.nkisim.frontend:install_shadow_modules",
+    prompt_folder="nki-legacy",
+    default_backend="nkisim",
+)
+NKI_MODULES = ("numpy", "nki", "nki.language", "nki.isa", "nki.typing")
 NKI = Dialect(
     name="nki",
-    language="NKI (neuronxcc.nki)",
+    language="NKI 0.3-0.7 (the nki package)",
+    package_roots=("numpy", "nki"),
+    targets=("trn2", "trn3"),
     entry_points=("kernel", "optimized_kernel"),
     allowed_modules=(*COMMON_MODULES, *NKI_MODULES),
     guarded_modules=(*COMMON_MODULES, *NKI_MODULES),
-    package_roots=("numpy", "neuronxcc", "nki"),
     output_transform=True,
-    shadow_front="nkibench.nkisim.frontend:install_shadow_modules",
+    shadow_front="nkibench.nkisim.current.frontend:install_shadow_modules",
     prompt_folder="nki",
     default_backend="nkisim",
 )
@@ -83,12 +107,13 @@ TRITON = Dialect(
     allowed_modules=(*COMMON_MODULES, *TRITON_MODULES),
     guarded_modules=(*COMMON_MODULES, *TRITON_MODULES),
     package_roots=("torch", "triton"),
+    targets=(),
     output_transform=False,
     shadow_front=None,
     prompt_folder="triton",
     default_backend="triton",
 )
-DIALECTS: dict[str, Dialect] = {d.name: d for d in (NKI, TRITON)}
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (NKI, NKI_LEGACY, TRITON)}
 
 
 def get_dialect(name: str) -> Dialect:
@@ -99,3 +124,61 @@ def get_dialect(name: str) -> Dialect:
         raise TaskError(
             f"no kernel dialect named {name!r}; the dialects are {', '.join(DIALECTS)}"
         ) from None
+
+
+IMPORT_ROOTS = {"neuronxcc": NKI_LEGACY.name, "nki": NKI.name, "triton": TRITON.name}
+"""The top-level package a kernel imports → the dialect it is written in."""
+
+
+def detect_dialect(tree: ast.Module, where: str) -> str | None:
+    """The dialect a kernel's imports name (None: they name none, as in a kernel that imports
+    nothing). Two dialects in one kernel is a TaskError naming both and their lines: current
+    NKI refuses any `neuronxcc.nki` inside a kernel since Neuron SDK 2.30."""
+    found: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            dialect = IMPORT_ROOTS.get(name.partition(".")[0])
+            if dialect is not None:
+                found.setdefault(dialect, node.lineno)
+    if len(found) > 1:
+        named = ", ".join(
+            f"{get_dialect(d).language} (line {line})"
+            for d, line in sorted(found.items(), key=lambda item: item[1])
+        )
+        raise TaskError(
+            f"{where}: mixes kernel dialects: {named}; a kernel is written in one of them "
+            "(to move a legacy kernel to current NKI: accelopt port TASK_DIR --to nki)"
+        )
+    return next(iter(found), None)
+
+
+def needs_port(dialect_name: str, target: str, runs: tuple[str, ...] | frozenset[str]) -> bool:
+    """Whether a task must be ported to current NKI before a backend that runs `runs` on
+    `target` can serve it: a legacy kernel where legacy NKI cannot run (Trainium3, or a
+    Neuron SDK of 2.30 and later) and current NKI can."""
+    if dialect_name != NKI_LEGACY.name:
+        return False
+    legacy_runs = target in NKI_LEGACY.targets and NKI_LEGACY.name in runs
+    return not legacy_runs and target in NKI.targets and NKI.name in runs
+
+
+def check_target(dialect_name: str, target: str, where: str) -> None:
+    """Refuse a target the dialect does not run on, naming both (current NKI supports
+    Trainium2 and Trainium3 only; legacy NKI compiles on SDK <= 2.29, for trn1 and trn2)."""
+    dialect = get_dialect(dialect_name)
+    if dialect.targets and target not in dialect.targets:
+        hint = (
+            "; port it to current NKI with accelopt port TASK_DIR --to nki"
+            if dialect is NKI_LEGACY
+            else ""
+        )
+        raise TaskError(
+            f"{where}: a {dialect.name} task ({dialect.language}) runs on "
+            f"{' or '.join(dialect.targets)}, not {target}{hint}"
+        )

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from nkibench.backend import Backend, Phase, PhaseOwner
-from nkibench.dialects import get_dialect
+from nkibench.dialects import check_target, get_dialect
 from nkibench.errors import BackendUnavailable, ErrorKind, PhaseFailure, recordable
 from nkibench.policy.roofline import Peaks, Work, pct_of_peak, roofline
 from nkibench.result import KernelResult
@@ -366,16 +366,17 @@ def _evaluate(
     cancel: threading.Event | None = None,
 ) -> KernelResult:
     started = time.monotonic()
-    if task.dialect not in backend.dialects:
-        raise BackendUnavailable(
-            f"{task.path}: a {task.dialect} task; the {backend.name} backend runs "
-            f"{', '.join(sorted(backend.dialects))} kernels"
-        )
+    refusal = backend.refusal(task.dialect)
+    if refusal is not None:
+        raise BackendUnavailable(f"{task.path}: {refusal}")
     source = task.kernel_source if kernel_source is None else kernel_source
     target = backend.resolve_target(target)
     default = fresh_seeds(len(task.seeds)) if backend.fresh_inputs else task.seeds
     chosen_seeds = tuple(seeds or default)
-    result = KernelResult(task.name, backend.name, target, shapes, seeds=list(chosen_seeds))
+    check_target(task.dialect, target, str(task.path))
+    result = KernelResult(
+        task.name, backend.name, target, shapes, seeds=list(chosen_seeds), dialect=task.dialect
+    )
     task.overrides(shapes)  # an unknown shape set is the caller's error, raised here
     limits = limits or backend.limits(task, shapes, threads)
     try:
@@ -424,7 +425,7 @@ def check_kernel(
     kernel_source: str | None = None,
     shapes: str = "small",
     seeds: tuple[int, ...] | None = None,
-    target: str = "trn1",
+    target: str = "trn2",
     order_check: bool = True,
     workdir: Path | None = None,
     threads: int = 1,
@@ -453,7 +454,7 @@ def profile_kernel(
     kernel_source: str | None = None,
     shapes: str = "small",
     seeds: tuple[int, ...] | None = None,
-    target: str = "trn1",
+    target: str = "trn2",
     order_check: bool = True,
     workdir: Path | None = None,
     threads: int = 1,

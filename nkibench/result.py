@@ -63,6 +63,8 @@ class KernelResult:
     engine_counts: dict[str, int] = field(default_factory=dict)
     capacity: dict[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
+    dialect: str | None = None
+    """The kernel language it ran as (nkibench.dialects)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -107,7 +107,11 @@ class SyntheticWorkload:
         files = {"kernel.py": self._hash(), "reference.py": self._hash()}
         return [
             KernelSourceChanged(
-                task=task.name, task_dir=task_dir, content_hash=task.source_hash, files=files
+                task=task.name,
+                task_dir=task_dir,
+                content_hash=task.source_hash,
+                files=files,
+                dialect="nki-legacy",
             ),
             self._profile(task, None, "baseline", task.best_ms),
         ]
@@ -141,6 +145,7 @@ class SyntheticWorkload:
                 "bound_by": r.choice(["tensor", "vector", "dma"]) if latency is not None else None,
                 "hot_lines": [],
                 "estimate_ms": None,
+                "dialect": "nki-legacy",
             }
         )
 
@@ -234,6 +239,7 @@ class SyntheticWorkload:
             model="gpt-oss-120b",
             backend="nkisim",
             target="trn1",
+            dialect="nki-legacy",
         )
 
     def _promotion(self, task: _Task) -> KernelPromoted:

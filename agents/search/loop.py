@@ -86,6 +86,11 @@ class Search:
         self._profiler = profiler
         self._say = log or (lambda _message: None)
         language = get_dialect(task.dialect)
+        if prompts is not None and prompts.dialect != task.dialect:
+            raise ValueError(
+                f"{task.name} is written in {language.language}; the prompts given are for "
+                f"{prompts.dialect}"
+            )
         self._record = SearchRecord(recorder, task.name)
         self._profiles = Profiles(
             task=task, record=self._record, profiler=profiler, check_stop=self._check_stop
@@ -98,7 +103,7 @@ class Search:
             record=self._record,
             profiles=self._profiles,
             llm=llm,
-            prompts=prompts or Prompts(language.prompt_folder),
+            prompts=prompts or Prompts(task.dialect),
             config=config,
             memory=MemoryProjection(capacity=memory_capacity),
             operators=task_operators(task.reference_source),

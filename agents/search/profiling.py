@@ -142,4 +142,5 @@ def profile_event(
         bound_by=result.bound_by,
         hot_lines=result.hot_lines,
         estimate_ms=(result.estimate or {}).get("latency_ms"),
+        dialect=result.dialect,
     )

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from agents.config import SearchConfig
 from agents.llm import Completion, LLMClient, LLMError
-from agents.memory import MemoryProjection, MemoryState, shown_to_planner
+from agents.memory import MemoryProjection, MemoryState, lesson_as_shown, shown_to_planner
 from agents.prompts import Prompts
 from agents.roles import (
     NoCode,
@@ -164,17 +164,23 @@ def _memory(ctx: Context) -> MemoryState:
 
 
 def _experiences(ctx: Context) -> list[tuple[str, str]]:
-    """The memory as of now, as this task's planner sees it: (title, summary) pairs."""
+    """The memory as of now, as this task's planner sees it: (title, summary) pairs, the code
+    of lessons learnt in another dialect left out."""
     target = ctx.profiles.profiler.target
     state = _memory(ctx)
+    dialect = ctx.task.dialect
     items = shown_to_planner(
         state,
         task=ctx.task.name,
         operators=ctx.operators,
         target=target,
+        dialect=dialect,
         limit=ctx.config.memory_shown,
     )
-    return [(item.title, ctx.record.text(item.summary_blob)) for item in items]
+    return [
+        (item.title, lesson_as_shown(item, ctx.record.text(item.summary_blob), dialect=dialect))
+        for item in items
+    ]
 
 
 def _plan(
@@ -459,6 +465,7 @@ def _summarize(ctx: Context, pair: Pair) -> None:
             backend=profile.backend,
             target=profile.target,
             fingerprint=profile.fingerprint,
+            dialect=ctx.task.dialect,
         ),
         key=ids.lesson_key(item_id),
     )

@@ -2,8 +2,8 @@
 and an exit status; commands never call sys.exit themselves.
 
 The commands live in rooms by what they work on: the event log (log.py), kernels
-(kernels.py), the agents (agents.py), the service (service.py) and the benchmarks
-(bench.py); the options they share are declared once (options.py).
+(kernels.py), the agents (agents.py), porting legacy NKI (port.py), the service (service.py)
+and the benchmarks (bench.py); the options they share are declared once (options.py).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from daemon.cli.bench import bench
 from daemon.cli.context import AppContext
 from daemon.cli.kernels import check_command, import_nkibench_command, profile_command
 from daemon.cli.log import db, events_command, replay_command, status_command
+from daemon.cli.port import port_command
 from daemon.cli.service import daemon_command, export_command
 from daemon.settings import Settings
 from events.errors import AccelOptError
@@ -56,6 +57,7 @@ for command in (
     profile_command,
     import_nkibench_command,
     optimize_command,
+    port_command,
     memory_group,
     daemon_command,
     export_command,

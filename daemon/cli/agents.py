@@ -25,7 +25,7 @@ from daemon.cli.options import (
 from daemon.cli.render import emit_json, print_table
 from daemon.profiling import LocalProfiler
 from daemon.revisions import record_task
-from nkibench.task.spec import load_task
+from nkibench.task.spec import FULL, load_task
 from store.projections.library import LibraryProjection
 from store.projections.runner import replay
 from store.recorder import Recorder
@@ -47,7 +47,7 @@ def optimize_command(
     task_dir: Path,
     backend: str | None,
     target: str | None,
-    shapes: str,
+    shapes: str | None,
     devices: str | None,
     as_json: bool,
     **search: int,
@@ -59,6 +59,7 @@ def optimize_command(
     settings = app.settings
     llm_config = settings.llm_config()  # settings errors before anything is recorded
     task = load_task(task_dir)
+    shapes = shapes or FULL
     task.overrides(shapes)
     name = backend or task.default_backend
     device = one_device(devices, name)

@@ -28,6 +28,7 @@ from nkibench.benchmarks.gpu import run_gpu_benchmark
 from nkibench.benchmarks.nki import (
     NKIBENCH_TARGETS,
     NKISIM_TARGETS,
+    SUITES,
     run_calibration_benchmark,
     run_nkibench_benchmark,
     run_nkisim_benchmark,
@@ -38,6 +39,19 @@ from store.benchmark import STORE_TARGETS, run_store_benchmark
 __all__ = ["bench"]
 
 TARGET_CHOICE = click.Choice(sorted(GENERATIONS))
+DIALECT_OPTION = click.option(
+    "--dialect",
+    type=click.Choice(sorted(SUITES)),
+    default="nki-legacy",
+    show_default=True,
+    help="Which suite: nki-legacy (neuronxcc.nki, AccelOpt's NKIBench) or nki (current NKI).",
+)
+TARGET_OPTION = click.option(
+    "--target",
+    type=TARGET_CHOICE,
+    default=None,
+    help="Default: trn1 for nki-legacy (where AccelOpt measured), trn2 for nki.",
+)
 
 
 @click.group()
@@ -85,18 +99,25 @@ def _targets(result: dict[str, Any], targets: dict[str, tuple[str, float]]) -> N
 @bench.command("nkisim")
 @click.option("--shapes", default="full", show_default=True)
 @click.option("--tasks", "names", metavar="T1,T2,...", help="Only these suite tasks.")
-@click.option("--target", type=TARGET_CHOICE, default="trn1", show_default=True)
+@DIALECT_OPTION
+@TARGET_OPTION
 @json_option
-def bench_nkisim(shapes: str, names: str | None, target: str, as_json: bool) -> None:
+def bench_nkisim(
+    shapes: str, names: str | None, dialect: str, target: str | None, as_json: bool
+) -> None:
     """nkisim's speed on the suite against NumPy, and the time of a full correctness check."""
     result = run_nkisim_benchmark(
-        shapes=shapes, names=names.split(",") if names else None, target=target
+        shapes=shapes,
+        names=names.split(",") if names else None,
+        target=target,
+        dialect=dialect,
     )
     if as_json:
         emit_json(result)
         return
     table = Table(
-        title=f"nkisim on the NKI suite ({shapes} shapes, {target}; wall times, not latencies)"
+        title=f"nkisim on the {dialect} suite ({shapes} shapes, {result['target']}; wall times, "
+        "not latencies)"
     )
     for column in ("task", "correct", "nkisim s", "numpy s", "ratio", "check s", "instructions"):
         table.add_column(column, justify="left" if column == "task" else "right")
@@ -117,11 +138,18 @@ def bench_nkisim(shapes: str, names: str | None, target: str, as_json: bool) -> 
 @bench.command("nkibench")
 @click.option("--shapes", default="full", show_default=True)
 @click.option("--tasks", "names", metavar="T1,T2,...", help="Only these suite tasks.")
-@click.option("--target", type=TARGET_CHOICE, default="trn1", show_default=True)
+@DIALECT_OPTION
+@TARGET_OPTION
 @seeds_option
 @json_option
 def bench_nkibench(
-    shapes: str, names: str | None, target: str, seeds_text: str | None, as_json: bool
+    *,
+    shapes: str,
+    names: str | None,
+    dialect: str,
+    target: str | None,
+    seeds_text: str | None,
+    as_json: bool,
 ) -> None:
     """Every suite baseline profiled by nkisim: estimated latency, roofline, % of peak."""
     result = run_nkibench_benchmark(
@@ -129,11 +157,15 @@ def bench_nkibench(
         names=names.split(",") if names else None,
         target=target,
         seeds=seed_list(seeds_text),
+        dialect=dialect,
     )
+    target = result["target"]
     if as_json:
         emit_json(result)
         return
-    table = Table(title=f"NKI suite baselines on {target}, {shapes} shapes (latencies estimated)")
+    table = Table(
+        title=f"{dialect} suite baselines on {target}, {shapes} shapes (latencies estimated)"
+    )
     columns = ["task", "latency ms (e)", "roofline ms", "% of peak", "roofline bound", "bound by"]
     columns += ["AccelOpt ms (m)"] if "accelopt_rank_correlation" in result else []
     columns += ["model s / nkisim s"]
@@ -166,7 +198,9 @@ def bench_nkibench(
 @bench.command("cost-model")
 @json_option
 def bench_cost_model(as_json: bool) -> None:
-    """The cost model against published hardware measurements (the calibration kernels)."""
+    """The cost model against published hardware measurements (the calibration kernels), and
+    whether it ranks each documented ladder of optimizations (the current-NKI matmul tutorial)
+    in its documented order."""
     result = run_calibration_benchmark()
     if as_json:
         emit_json(result)
@@ -189,6 +223,42 @@ def bench_cost_model(as_json: bool) -> None:
             f"rank correlation {result['rank_correlation']:.3f}; geomean estimate / measurement "
             f"{result['geomean_ratio']:.2f}; worst {result['worst_ratio']:.2f}"
         )
+    # the ladders: kernels in their documented order (fastest last), estimated on the target
+    # the docs name and, as information, on the other targets of ladder.toml's `also`
+    rungs = {(r["task"], r["target"], r["kernel"]): r for r in result.get("rungs", [])}
+    for ladder in (entry for entry in result.get("ladders", []) if entry["documented"]):
+        others = [
+            entry
+            for entry in result["ladders"]
+            if entry["task"] == ladder["task"] and not entry["documented"]
+        ]
+        target = ladder["target"]
+        table = Table(title=f"{ladder['title']} ladder on {target} (estimated)")
+        columns = ["kernel", f"{target} ms", "bound by", "HBM read MiB", "DMA transfers"]
+        columns += [f"{other['target']} ms (info)" for other in others]
+        for column in columns:
+            table.add_column(column, justify="left" if column == "kernel" else "right")
+        for name in ladder["order"]:
+            row = rungs[ladder["task"], target, name]
+            read = row["hbm_read_bytes"]
+            table.add_row(
+                name if row["correct"] else f"{name} ({row['error_kind']}: {row['message'][:60]})",
+                _number(row["estimated_ms"], ".4f"),
+                row["bound_by"] or "-",
+                _number(None if read is None else read / 2**20, ".0f"),
+                _number(row["dma_transfers"], ".0f"),
+                *(
+                    _number(rungs[ladder["task"], other["target"], name]["estimated_ms"], ".4f")
+                    for other in others
+                ),
+            )
+        print_table(table)
+        click.echo(f"ladder ranked right on {target}: {'yes' if ladder['ranked_right'] else 'no'}")
+        for other in others:
+            click.echo(
+                f"  (information) ranked right on {other['target']}: "
+                f"{'yes' if other['ranked_right'] else 'no'}"
+            )
 
 
 @bench.command("gpu")

@@ -55,13 +55,14 @@ def check_command(
     task_dir: Path,
     backend: str | None,
     target: str | None,
-    shapes: str,
+    shapes: str | None,
     devices: str | None,
     seeds_text: str | None,
     as_json: bool,
 ) -> None:
     """Check a task's kernel for correctness. Exit 0 correct, 1 the kernel failed, 2 bad task."""
     task = load_task(task_dir)
+    shapes = shapes or task.smallest_shapes
     name = backend or task.default_backend
     opened = open_for_command(
         name,
@@ -146,7 +147,7 @@ def profile_command(
     task_dir: Path,
     backend: str | None,
     target: str | None,
-    shapes: str,
+    shapes: str | None,
     devices: str | None,
     seeds_text: str | None,
     as_json: bool,
@@ -154,6 +155,7 @@ def profile_command(
     """Check a kernel, time it, and put it against the task's roofline (% of peak).
     Exit 0 correct and timed, 1 the kernel failed or could not be timed, 2 bad task."""
     task = load_task(task_dir)
+    shapes = shapes or task.smallest_shapes
     name = backend or task.default_backend
     device = one_device(devices, name)
     opened = open_for_command(

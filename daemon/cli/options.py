@@ -80,14 +80,16 @@ def kernel_options(function: F) -> F:
                 "--target",
                 type=click.Choice(sorted(GENERATIONS)),
                 default=None,
-                help="The Trainium generation. Default: nkisim trn1; neuron this instance's; "
-                "triton takes none (its target is the GPU).",
+                help="The Trainium generation (current NKI runs on trn2 and trn3, legacy NKI on "
+                "trn1 and trn2). Default: nkisim trn2; neuron this instance's; triton takes "
+                "none (its target is the GPU).",
             ),
             click.option(
                 "--shapes",
-                default="full",
-                show_default=True,
-                help="A shape set of the task (full: reference.py's own constants).",
+                default=None,
+                help="A shape set of the task (full: reference.py's own constants). Default: "
+                "check and profile the task's smallest (small where it defines one, else "
+                "full); optimize and the daemon full.",
             ),
             click.option(
                 "--devices",

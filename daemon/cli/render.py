@@ -89,6 +89,7 @@ def library_json(state: LibraryState) -> list[dict[str, Any]]:
             "task_dir": t.task_dir,
             "state": t.state,
             "revision": t.revision,
+            "dialect": _dialect(state, t.task),
             "source_hash": t.source_hash,
             "error": t.error,
             "updated_position": t.updated_position,
@@ -105,17 +106,28 @@ def _ms(value: float | None, kind: str | None) -> str:
     return f"{value:.4g} ms {_KIND_MARK.get(kind or '', '(?)')}"
 
 
+def _dialect(state: LibraryState, task: str) -> str | None:
+    """The kernel language of the task's current revision, as recorded."""
+    revision = state.revisions.get(task)
+    return revision.dialect if revision is not None else None
+
+
 def library_table(state: LibraryState, *, title: str) -> Table:
     table = Table(title=title, title_justify="left")
-    for column in ("task", "state", "rev", "platform", "baseline", "best", "speedup", "promoted"):
+    columns = ("task", "dialect", "state", "rev", "platform", "baseline", "best", "speedup")
+    for column in (*columns, "promoted"):
         table.add_column(column, justify="right" if column in ("rev", "speedup") else "left")
     for _, task in sorted(state.tasks.items()):
         state_text = task.state if task.error is None else f"{task.state}: {task.error}"
+        dialect = _dialect(state, task.task) or "-"
         if not task.platforms:
-            table.add_row(task.task, state_text, str(task.revision), "-", "-", "-", "-", "-")
+            table.add_row(
+                task.task, dialect, state_text, str(task.revision), "-", "-", "-", "-", "-"
+            )
         for key, p in sorted(task.platforms.items()):
             table.add_row(
                 task.task,
+                dialect,
                 state_text,
                 str(task.revision),
                 key,

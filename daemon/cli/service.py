@@ -21,6 +21,7 @@ from daemon.library import export_text
 from daemon.logs import configure_logging
 from daemon.service import Daemon, DaemonOptions
 from events.errors import AccelOptError
+from nkibench.task.spec import FULL
 from store.projections.library import LibraryProjection
 from store.projections.runner import replay
 
@@ -110,7 +111,7 @@ def daemon_command(
     watch: Path,
     backend: str | None,
     target: str | None,
-    shapes: str,
+    shapes: str | None,
     devices: str | None,
     observer: str,
     rest_h: float,
@@ -133,7 +134,7 @@ def daemon_command(
         backend=name,
         devices=device_list(devices, name),
         target=target,
-        shapes=shapes,
+        shapes=shapes or FULL,
         observer=observer,  # type: ignore[arg-type]
         search=search_config(search),
         rest_s=rest_h * 3600,

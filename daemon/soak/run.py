@@ -34,7 +34,7 @@ from daemon.soak.sampler import (
     survivors,
     take_sample,
 )
-from nkibench.suites import NKI_SUITE
+from nkibench.suites import NKI_LEGACY_SUITE
 
 __all__ = ["SoakConfig", "run_soak_benchmark"]
 
@@ -261,7 +261,11 @@ def run_soak_benchmark(
                 log = LogProbe(db)
                 try:
                     run = _churn_and_sample(
-                        config, daemon, ChurnApplier(watch, staging, NKI_SUITE), log, progress
+                        config,
+                        daemon,
+                        ChurnApplier(watch, staging, NKI_LEGACY_SUITE),
+                        log,
+                        progress,
                     )
                 finally:
                     log.close()

@@ -35,8 +35,9 @@ __all__ = [
 class BackendInfo:
     name: str
     dialects: tuple[str, ...]
-    """The kernel languages it runs (nkibench.dialects); tasks that name the backend are
-    written in the first."""
+    """The kernel languages it can run (nkibench.dialects); a task that names the backend and
+    imports no kernel package is taken to be written in the first. An opened backend may
+    run fewer (the Neuron SDK installed decides)."""
     devices: str
     """What `--devices` names for it."""
     latency_kind: Literal["estimated", "measured"]
@@ -51,7 +52,7 @@ BACKENDS: dict[str, BackendInfo] = {
     for info in (
         BackendInfo(
             "nkisim",
-            ("nki",),
+            ("nki", "nki-legacy"),
             "CPU workers (a count, or a list of indices)",
             "estimated",
             "NKI on the CPU: nkisim and the Trainium cost model",
@@ -59,10 +60,11 @@ BACKENDS: dict[str, BackendInfo] = {
         ),
         BackendInfo(
             "neuron",
-            ("nki",),
+            ("nki", "nki-legacy"),
             "NeuronCores",
             "measured",
-            "NKI on a Trainium NeuronCore: neuronx-cc and neuron-profile",
+            "NKI on a Trainium NeuronCore: the nki compile path and neuron-explorer (SDK >= "
+            "2.30), or neuronx-cc and neuron-profile (legacy NKI, SDK <= 2.29)",
             "nkibench.backends.neuron.provider:open_backend",
         ),
         BackendInfo(

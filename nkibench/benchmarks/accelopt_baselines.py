@@ -1,7 +1,8 @@
 """AccelOpt's measured trn1 latencies of the 14 NKIBench baselines (ms; mean of 10 runs on a
 trn1.32xlarge NeuronCore; zhang677/AccelOpt experiments/full_complete_local/
-profile_results.csv). Their kernels are NKIBench's; ours (nkibench/suites/nki) are rewrites of the
-same computations, so a comparison is between different kernels of the same task."""
+profile_results.csv). Their kernels are NKIBench's; ours (nkibench/suites/nki_legacy) are
+rewrites of the same computations, so a comparison is between different kernels of the same
+task."""
 
 from __future__ import annotations
 

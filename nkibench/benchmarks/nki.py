@@ -29,12 +29,13 @@ from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.benchmarks.accelopt_baselines import ACCELOPT_TRN1_MS
 from nkibench.cost import MODEL_VERSION
 from nkibench.harness import check_kernel, profile_kernel
-from nkibench.suites import CALIBRATION, NKI_SUITE
+from nkibench.suites import CALIBRATION, NKI_LEGACY_SUITE, NKI_SUITE
 from nkibench.task.spec import load_task
 
 __all__ = [
     "NKIBENCH_TARGETS",
     "NKISIM_TARGETS",
+    "SUITES",
     "rank_correlation",
     "run_calibration_benchmark",
     "run_nkibench_benchmark",
@@ -55,8 +56,15 @@ NKIBENCH_TARGETS = {
 """Issue 4: no baseline above the roofline; the cost model adds at most 20% to the nkisim run."""
 
 
-def suite_tasks(names: list[str] | None = None) -> list[Path]:
-    folders = sorted(p for p in NKI_SUITE.iterdir() if (p / "kernel.py").is_file())
+SUITES = {"nki": NKI_SUITE, "nki-legacy": NKI_LEGACY_SUITE}
+"""The 14 NKIBench tasks, per NKI dialect."""
+DEFAULT_TARGETS = {"nki": "trn2", "nki-legacy": "trn1"}
+"""Legacy: trn1, where AccelOpt measured its baselines; current NKI: trn2, its first target."""
+
+
+def suite_tasks(names: list[str] | None = None, dialect: str = "nki-legacy") -> list[Path]:
+    suite = SUITES[dialect]
+    folders = sorted(p for p in suite.iterdir() if (p / "kernel.py").is_file())
     if names:
         known = {p.name: p for p in folders}
         missing = [n for n in names if n not in known]
@@ -67,11 +75,16 @@ def suite_tasks(names: list[str] | None = None) -> list[Path]:
 
 
 def run_nkisim_benchmark(
-    *, shapes: str = "full", names: list[str] | None = None, target: str = "trn1"
+    *,
+    shapes: str = "full",
+    names: list[str] | None = None,
+    target: str | None = None,
+    dialect: str = "nki-legacy",
 ) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     started = time.monotonic()
-    for folder in suite_tasks(names):
+    target = target or DEFAULT_TARGETS[dialect]
+    for folder in suite_tasks(names, dialect):
         task = load_task(folder)
         result = check_kernel(task, backend=NkisimBackend(), shapes=shapes, target=target)
         ratio = (
@@ -97,6 +110,7 @@ def run_nkisim_benchmark(
     return {
         "shapes": shapes,
         "target": target,
+        "dialect": dialect,
         "tasks": rows,
         "all_correct": all(r["correct"] for r in rows),
         "median_ratio": statistics.median(ratios) if ratios else None,
@@ -184,16 +198,19 @@ def run_nkibench_benchmark(
     *,
     shapes: str = "full",
     names: list[str] | None = None,
-    target: str = "trn1",
+    target: str | None = None,
     seeds: tuple[int, ...] | None = None,
+    dialect: str = "nki-legacy",
 ) -> dict[str, Any]:
     started = time.monotonic()
-    rows = [_profile_row(folder, shapes, target, seeds) for folder in suite_tasks(names)]
+    target = target or DEFAULT_TARGETS[dialect]
+    rows = [_profile_row(folder, shapes, target, seeds) for folder in suite_tasks(names, dialect)]
     pcts = [r["pct_of_peak"] for r in rows if r["pct_of_peak"]]
     overheads = [r["schedule_overhead"] for r in rows if r["schedule_overhead"] is not None]
     result: dict[str, Any] = {
         "shapes": shapes,
         "target": target,
+        "dialect": dialect,
         "latency_kind": "estimated",
         "tasks": rows,
         "all_correct": all(r["correct"] for r in rows),
@@ -203,51 +220,145 @@ def run_nkibench_benchmark(
         "total_s": time.monotonic() - started,
         "host": {"cpus": os.cpu_count(), "python": platform.python_version()},
     }
-    if target == "trn1" and shapes == "full":
+    if target == "trn1" and shapes == "full" and dialect == "nki-legacy":
         result |= _accelopt_comparison(rows)
     return result
 
 
+def _measured_rows(folder: Path, threads: int | None) -> list[dict[str, Any]]:
+    """A calibration folder's measured kernels, estimated where they were measured."""
+    measured = tomllib.loads((folder / "measured.toml").read_text(encoding="utf-8"))
+    task = load_task(folder)
+    rows: list[dict[str, Any]] = []
+    for name, measured_ms in measured["latency_ms"].items():
+        result = profile_kernel(
+            task,
+            backend=NkisimBackend(),
+            kernel_source=(folder / name).read_text(encoding="utf-8"),
+            shapes=measured["shapes"],
+            target=measured["target"],
+            seeds=task.seeds[:1],
+            order_check=False,  # our own kernels; tests/nkibench/test_cost_model.py checks them
+            threads=threads or os.cpu_count() or 1,
+        )
+        rows.append(
+            {
+                "task": task.name,
+                "kernel": name,
+                "correct": result.correct,
+                "error_kind": result.error_kind,
+                "message": result.message,
+                "estimated_ms": result.latency_ms,
+                "measured_ms": measured_ms,
+                "ratio": result.latency_ms / measured_ms if result.latency_ms else None,
+                "bound_by": result.bound_by,
+                "target": measured["target"],
+                "source": measured["source"],
+                "nkisim_s": result.kernel_seconds,
+                "schedule_s": result.schedule_seconds,
+            }
+        )
+    return rows
+
+
+def _strictly_falling(values: list[float | None]) -> bool:
+    """Every value known and each one below the one before it."""
+    known = [v for v in values if v is not None]
+    return len(known) == len(values) and all(known[i] > known[i + 1] for i in range(len(known) - 1))
+
+
+def _ladder_rungs(
+    folder: Path, ladder: dict[str, Any], target: str, threads: int | None
+) -> list[dict[str, Any]]:
+    """A ladder's kernels estimated on one target at the ladder's shapes, in documented order."""
+    task = load_task(folder)
+    rows: list[dict[str, Any]] = []
+    for name in ladder["order"]:
+        result = profile_kernel(
+            task,
+            backend=NkisimBackend(),
+            kernel_source=(folder / name).read_text(encoding="utf-8"),
+            shapes=ladder["shapes"],
+            target=target,
+            seeds=task.seeds[:1],
+            order_check=False,  # our own kernels; tests/nkibench/test_cost_model.py checks them
+            # 128 x 512 tiles gain nothing from BLAS threads, and lose much when cores are busy
+            threads=threads or 1,
+        )
+        rows.append(
+            {
+                "task": task.name,
+                "kernel": name,
+                "target": target,
+                "shapes": ladder["shapes"],
+                "correct": result.correct,
+                "error_kind": result.error_kind,
+                "message": result.message,
+                "estimated_ms": result.latency_ms,
+                "bound_by": result.bound_by,
+                "pct_of_peak": result.pct_of_peak,
+                "hbm_read_bytes": result.counters.get("hbm_read_bytes"),
+                "dma_transfers": result.counters.get("dma_transfer_count"),
+                "nkisim_s": result.kernel_seconds,
+                "schedule_s": result.schedule_seconds,
+            }
+        )
+    return rows
+
+
+def _ladder_summary(
+    task: str, ladder: dict[str, Any], target: str, rungs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    by_name = {r["kernel"]: r for r in rungs}
+
+    def column(key: str, names: list[str]) -> list[Any]:
+        return [by_name[n][key] if by_name[n]["correct"] else None for n in names]
+
+    estimates = column("estimated_ms", ladder["order"])
+    return {
+        "task": task,
+        "title": ladder.get("title", task),
+        "target": target,
+        "documented": target == ladder["target"],
+        "shapes": ladder["shapes"],
+        "source": ladder["source"],
+        "order": list(ladder["order"]),
+        "estimated_ms": estimates,
+        "ranked_right": all(r["correct"] for r in rungs) and _strictly_falling(estimates),
+        "hbm_read_bytes_fall": _strictly_falling(
+            column("hbm_read_bytes", ladder.get("hbm_read_bytes_fall", []))
+        ),
+        "dma_transfers_fall": _strictly_falling(
+            column("dma_transfers", ladder.get("dma_transfers_fall", []))
+        ),
+    }
+
+
 def run_calibration_benchmark(*, threads: int | None = None) -> dict[str, Any]:
-    """Estimate every calibration kernel at the shapes and on the target it was measured."""
+    """Estimate every calibration kernel at the shapes and on the target it was measured, and
+    every ladder (a folder's ladder.toml: kernels in their documented order, fastest last) on
+    its target and, as information, on the others it names (`also`): `ladders` says, per ladder
+    and target, whether the estimates fall strictly down the ladder (`ranked_right`)."""
     started = time.monotonic()
     rows: list[dict[str, Any]] = []
-    for folder in sorted(p for p in CALIBRATION.iterdir() if (p / "measured.toml").is_file()):
-        measured = tomllib.loads((folder / "measured.toml").read_text(encoding="utf-8"))
-        task = load_task(folder)
-        for name, measured_ms in measured["latency_ms"].items():
-            result = profile_kernel(
-                task,
-                backend=NkisimBackend(),
-                kernel_source=(folder / name).read_text(encoding="utf-8"),
-                shapes=measured["shapes"],
-                target=measured["target"],
-                seeds=task.seeds[:1],
-                order_check=False,  # our own kernels; tests/nkibench/test_cost_model.py checks them
-                threads=threads or os.cpu_count() or 1,
-            )
-            rows.append(
-                {
-                    "task": task.name,
-                    "kernel": name,
-                    "correct": result.correct,
-                    "error_kind": result.error_kind,
-                    "message": result.message,
-                    "estimated_ms": result.latency_ms,
-                    "measured_ms": measured_ms,
-                    "ratio": result.latency_ms / measured_ms if result.latency_ms else None,
-                    "bound_by": result.bound_by,
-                    "target": measured["target"],
-                    "source": measured["source"],
-                    "nkisim_s": result.kernel_seconds,
-                    "schedule_s": result.schedule_seconds,
-                }
-            )
+    rungs: list[dict[str, Any]] = []
+    ladders: list[dict[str, Any]] = []
+    for folder in sorted(p for p in CALIBRATION.iterdir() if p.is_dir()):
+        if (folder / "measured.toml").is_file():
+            rows += _measured_rows(folder, threads)
+        if (folder / "ladder.toml").is_file():
+            ladder = tomllib.loads((folder / "ladder.toml").read_text(encoding="utf-8"))
+            for target in (ladder["target"], *ladder.get("also", [])):
+                rows_here = _ladder_rungs(folder, ladder, target, threads)
+                rungs += rows_here
+                ladders.append(_ladder_summary(rows_here[0]["task"], ladder, target, rows_here))
     timed = [r for r in rows if r["estimated_ms"]]
     summary: dict[str, Any] = {
         "model_version": MODEL_VERSION,
         "kernels": rows,
-        "all_correct": all(r["correct"] for r in rows),
+        "rungs": rungs,
+        "ladders": ladders,
+        "all_correct": all(r["correct"] for r in rows + rungs),
         "total_s": time.monotonic() - started,
     }
     if len(timed) >= 2:

@@ -4,13 +4,18 @@ source, so that reports can cite it (`Generation.constants`).
 Sources, all in aws-neuron/aws-neuron-sdk:
 - ARCH1: nki/guides/architecture/trainium_inferentia2_arch.rst (NeuronCore-v2, trn1)
 - ARCH2: nki/guides/architecture/trainium2_arch.rst (NeuronCore-v3, trn2)
+- ARCH3: nki/guides/architecture/trainium3_arch.rst (NeuronCore-v4, trn3)
+- CORE3: about-neuron/arch/neuron-hardware/neuron-core-v4.rst
 - ISA: the cost notes of the legacy nki.isa docstrings (nki/api/nki/isa/__init__.py, SDK 2.26)
+- ISA4: the nc_matmul docstring of the current nki.isa (nki/api/nki/isa/__init__.py, 2.32 docs)
+- TILE: nki/api/nki.language.tile_size.rst (psum_bank_fmax, psum_num_banks)
 - PERF: the NKI performance guide (nki_perf_guide.rst), optimisation notes by number
-- DMA: nki/deep-dives/nki-dma-bandwidth-guide.rst and nki-dma-overview.rst
+- DMA: nki/deep-dives/nki-dma-bandwidth-guide.rst and nki/get-started/about/nki-dma-overview.rst
 - CHIP: about-neuron/arch/neuron-hardware/trainium.rst and trainium2.rst
-Cycle counts are stated for NeuronCore-v2; trn2 reuses them at its own clocks. A number marked
-ASSUMPTION is a model parameter no document gives, and CALIBRATED one fitted to a published
-measurement; both are the first candidates for calibration against neuron-profile.
+- CHIP3: about-neuron/arch/neuron-hardware/trainium3.rst and trn3-arch.rst
+Cycle counts are stated for NeuronCore-v2; trn2 and trn3 reuse them at their own clocks. A
+number marked ASSUMPTION is a model parameter no document gives, and CALIBRATED one fitted to a
+published measurement; both are the first candidates for calibration against neuron-profile.
 """
 
 from __future__ import annotations
@@ -52,6 +57,10 @@ class Generation:
     dma_transpose_efficiency: Sourced
     hbm_bytes_per_ns_per_core: Sourced
     sbuf_bytes_per_partition: Sourced
+    psum_bytes_per_partition: Sourced
+    psum_bank_bytes: Sourced
+    psum_tile_bytes: Sourced
+    """The most PSUM bytes per partition one tile (one matmul's output) may span."""
 
     def constants(self) -> dict[str, dict[str, object]]:
         """Every constant with its source (for reports and the profile fingerprint)."""
@@ -101,6 +110,24 @@ DMA_ENGINE_FIXED_NS = Sourced(
     "loads from two statements, against 42.6 ms if only the per-queue 1.3 us were paid)",
 )
 TRN1_DMA_ENGINE = 27 * GIB / 1e9
+PSUM_PARTITION = Sourced(
+    16 * 1024, "ARCH1: 2 MiB PSUM = 128 partitions x 16 KiB; ARCH2: unchanged on NC-v3"
+)
+PSUM_BANK = Sourced(
+    2 * 1024, "ISA4 nc_matmul: a PSUM bank holds 512 fp32 per partition; TILE: 8 banks"
+)
+PSUM_TILE_ONE_BANK = Sourced(
+    2 * 1024, "ISA4 nc_matmul: on NC-v2/v3 the moving free size is at most 512, one fp32 bank"
+)
+TRN3_DMA_ENGINE = 33
+
+
+def _kept(shared: Sourced) -> Sourced:
+    """An NC-v2 number that trn3 reuses: no document gives NeuronCore-v4's own."""
+    return Sourced(
+        shared.value, f"ASSUMPTION: NC-v4 value taken as NC-v2's (none published); {shared.source}"
+    )
+
 
 GENERATIONS = {
     "trn1": Generation(
@@ -135,6 +162,9 @@ GENERATIONS = {
         ),
         hbm_bytes_per_ns_per_core=Sourced(410, "CHIP: 820 GB/s per trn1 chip of 2 cores"),
         sbuf_bytes_per_partition=Sourced(192 * 1024, "ARCH1: 24 MiB = 128 x 192 KiB"),
+        psum_bytes_per_partition=PSUM_PARTITION,
+        psum_bank_bytes=PSUM_BANK,
+        psum_tile_bytes=PSUM_TILE_ONE_BANK,
     ),
     "trn2": Generation(
         name="trn2",
@@ -143,7 +173,7 @@ GENERATIONS = {
         scalar_ghz=Sourced(1.2, "ARCH2: ScalarE 1.2 GHz"),
         gpsimd_ghz=Sourced(1.2, "ARCH2: GpSimd 1.2 GHz"),
         matmul_init_cycles=MATMUL_INIT,
-        fp32_matmul_factor=Sourced(4, "neuron-core-v3.rst: 20 fp32 vs 79 bf16 TFLOPS"),
+        fp32_matmul_factor=Sourced(4, "ARCH2: 20 fp32 vs 79 bf16 dense TFLOPS per TensorE"),
         min_ii_cycles=MIN_II,
         vector_static_cycles=VECTOR_STATIC,
         scalar_static_cycles=SCALAR_STATIC,
@@ -157,8 +187,72 @@ GENERATIONS = {
         dma_descriptor_ns=_descriptor_ns(23),
         dma_transfer_ns=DMA_FIXED_NS,
         dma_engine_transfer_ns=DMA_ENGINE_FIXED_NS,
-        dma_transpose_efficiency=Sourced(0.9, "DMA: DMA transpose ~90% of copy throughput"),
-        hbm_bytes_per_ns_per_core=Sourced(362, "CHIP: 2.9 TB/s per trn2 chip of 8 cores"),
+        dma_transpose_efficiency=Sourced(
+            0.9, "ARCH2: HBM-to-SBUF DMA transpose up to 90% of copy throughput (SBUF-to-SBUF 50%)"
+        ),
+        hbm_bytes_per_ns_per_core=Sourced(
+            362, "CHIP: 2.9 TB/s per trn2 chip of 8 cores (362.5, rounded down; ARCH2 says ~3)"
+        ),
         sbuf_bytes_per_partition=Sourced(224 * 1024, "ARCH2: 28 MiB = 128 x 224 KiB"),
+        psum_bytes_per_partition=PSUM_PARTITION,
+        psum_bank_bytes=PSUM_BANK,
+        psum_tile_bytes=PSUM_TILE_ONE_BANK,
+    ),
+    "trn3": Generation(
+        name="trn3",
+        tensor_ghz=Sourced(2.4, "ARCH3: TensorE 2.4 GHz (as on NC-v3)"),
+        vector_ghz=Sourced(1.2, "ARCH3: VectorE 1.2 GHz (0.96 on NC-v3)"),
+        scalar_ghz=Sourced(1.2, "ARCH3: ScalarE 1.2 GHz"),
+        gpsimd_ghz=Sourced(1.2, "ARCH3: GpSimd 1.2 GHz"),
+        matmul_init_cycles=_kept(MATMUL_INIT),
+        fp32_matmul_factor=Sourced(4, "ARCH3 and CORE3: 20 fp32 vs 79 bf16/fp16/tf32 TFLOPS"),
+        min_ii_cycles=_kept(MIN_II),
+        vector_static_cycles=_kept(VECTOR_STATIC),
+        scalar_static_cycles=_kept(SCALAR_STATIC),
+        gpsimd_static_cycles=_kept(GPSIMD_STATIC),
+        reciprocal_cycles_per_element=_kept(RECIPROCAL),
+        vector_elements_per_cycle_4byte=Sourced(
+            2, "ARCH3: VectorE moves 256 elements/cycle of 4-byte types over 128 lanes"
+        ),
+        vector_elements_per_cycle_2byte=Sourced(
+            4, "ARCH3: VectorE moves 512 bf16/fp16/fp8 elements/cycle over 128 lanes"
+        ),
+        dma_engines=Sourced(16, "DMA overview: 16 DMA engines per NeuronCore, v2 to v4"),
+        dma_partitions_per_engine=DMA_PARTITIONS,
+        dma_bytes_per_ns_per_engine=Sourced(
+            TRN3_DMA_ENGINE,
+            "DMA: 33 B/ns per engine on trn3, 528 GB/s per core (the overview's theoretical "
+            "figure is 38.4 GB/s per NC-v4 engine; 33 follows trn2's use of the table)",
+        ),
+        dma_descriptor_ns=_descriptor_ns(TRN3_DMA_ENGINE),
+        dma_transfer_ns=Sourced(
+            DMA_FIXED_NS.value,
+            "ASSUMPTION: the DMA guide's ~1.3 us per transfer names no generation; kept on "
+            "NC-v4 (its DMA queues are now QoS-scheduled, DMA overview)",
+        ),
+        dma_engine_transfer_ns=_kept(DMA_ENGINE_FIXED_NS),
+        dma_transpose_efficiency=Sourced(
+            0.9,
+            "ASSUMPTION: ARCH3 gives no DMA-transpose rate; NC-v3's ~90% of copy (ARCH2) kept",
+        ),
+        hbm_bytes_per_ns_per_core=Sourced(
+            612.5,
+            "CHIP3: 4.9 TB/s per trn3 chip of 8 cores (trn3-arch: 313.6 TB/s over 64 chips "
+            "agrees; ARCH3's 4.7 TB/s would give 587.5)",
+        ),
+        sbuf_bytes_per_partition=Sourced(
+            256 * 1024, "ARCH3 and CORE3: 32 MiB = 128 x 256 KiB (CHIP3: 256 MiB per chip of 8)"
+        ),
+        psum_bytes_per_partition=Sourced(
+            16 * 1024, "ARCH3: PSUM stays 2 MiB = 128 partitions x 16 KiB on NC-v4"
+        ),
+        psum_bank_bytes=Sourced(
+            2 * 1024, "ISA4 nc_matmul: 4096 fp32 fill the 8 PSUM banks of NC-v4, 2 KiB each"
+        ),
+        psum_tile_bytes=Sourced(
+            16 * 1024,
+            "ISA4 nc_matmul: from NC-v4 the moving free size may reach 4096 fp32 or 8192 bf16, "
+            "all 8 banks (the whole 16 KiB PSUM partition)",
+        ),
     ),
 }

@@ -162,7 +162,9 @@ def _package(
 
 
 def install_shadow_modules() -> None:
-    """Make the NKI import names resolve to nkisim in this (child) process."""
+    """Make the legacy NKI import names (`neuronxcc.nki.*`) resolve to nkisim in this
+    (child) process. The current `nki` package's names are another dialect's
+    (nkibench.nkisim.current): a legacy kernel cannot reach them."""
     legacy_typing = _typing_module("neuronxcc.nki.typing")
     legacy_nl = public_module(language, "neuronxcc.nki.language", "nl")
     legacy_nisa = public_module(isa, "neuronxcc.nki.isa", "nisa")
@@ -170,10 +172,6 @@ def install_shadow_modules() -> None:
     root = types.ModuleType("neuronxcc")
     root.nki = legacy  # type: ignore[attr-defined]
     root.__path__ = []
-    standalone_typing = _typing_module("nki.typing")
-    nl = public_module(language, "nki.language", "nl")
-    nisa = public_module(isa, "nki.isa", "nisa")
-    standalone = _package("nki", standalone_typing, nl, nisa)
     sys.modules.update(
         {
             "neuronxcc": root,
@@ -181,9 +179,5 @@ def install_shadow_modules() -> None:
             "neuronxcc.nki.language": legacy_nl,
             "neuronxcc.nki.isa": legacy_nisa,
             "neuronxcc.nki.typing": legacy_typing,
-            "nki": standalone,
-            "nki.language": nl,
-            "nki.isa": nisa,
-            "nki.typing": standalone_typing,
         }
     )

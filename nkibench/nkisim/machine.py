@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextvars
 import itertools
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,16 +33,45 @@ F32 = np.dtype(np.float32)
 
 @dataclass(frozen=True)
 class TargetSpec:
+    """The on-chip memory limits of one Trainium generation, per partition."""
+
     name: str
     sbuf_bytes_per_partition: int
     psum_bytes_per_partition: int = 16 * 1024
     psum_bank_bytes: int = 2 * 1024
+    psum_tile_bytes: int = 2 * 1024
+    """The most one PSUM tile (one matmul's output) may span: a bank up to NC-v3, all 8 on
+    NC-v4."""
+    matmul_psum_dtypes: tuple[str, ...] = ("float32",)
+    """What nc_matmul may write to PSUM (NC-v4 adds bfloat16)."""
 
+    def __post_init__(self) -> None:
+        bank, tile = self.psum_bank_bytes, self.psum_tile_bytes
+        total = self.psum_bytes_per_partition
+        if bank <= 0 or total % bank or tile % bank or not bank <= tile <= total:
+            raise ValueError(
+                f"{self.name}: a PSUM tile of {tile} bytes must be whole banks of {bank} "
+                f"within the {total} bytes of a partition"
+            )
+
+    def psum_tile_fmax(self, itemsize: int) -> int:
+        """The most elements of `itemsize` bytes a PSUM tile holds per partition."""
+        return self.psum_tile_bytes // itemsize
+
+
+BF16_PSUM_TARGETS = frozenset({"trn3"})
+"""nki.isa nc_matmul: dst is float32 on NC-v2/v3; from NC-v4 it may also be bfloat16."""
 
 TARGETS = {
-    # SBUF per partition from the generation's sourced table; PSUM 2 MiB = 128 x 8 banks x
-    # 2 KiB on both (Neuron arch guides, trainium_inferentia2_arch / trainium2_arch).
-    name: TargetSpec(name, int(generation.sbuf_bytes_per_partition.value))
+    # Every size from the generation's sourced table (nkibench/cost/tables.py).
+    name: TargetSpec(
+        name,
+        int(generation.sbuf_bytes_per_partition.value),
+        psum_bytes_per_partition=int(generation.psum_bytes_per_partition.value),
+        psum_bank_bytes=int(generation.psum_bank_bytes.value),
+        psum_tile_bytes=int(generation.psum_tile_bytes.value),
+        matmul_psum_dtypes=("float32", "bfloat16") if name in BF16_PSUM_TARGETS else ("float32",),
+    )
     for name, generation in GENERATIONS.items()
 }
 
@@ -161,6 +190,17 @@ class Machine:
         self.shared: list[NkiTensor] = []
         """Shared-HBM tensors of the first SPMD instance, handed to the later ones."""
         self.shared_cursor = 0
+        # Hooks for a dialect's front (current NKI); legacy NKI leaves them empty.
+        self.dialect_state: dict[str, Any] = {}
+        """Per-run state a dialect's front keeps (registers, PSUM accumulation flags)."""
+        self.tensor_methods: dict[str, Callable[[NkiTensor], Any]] = {}
+        """Extra tensor attributes by name (`t.ap`, `t.slice`...): a getter given the tensor."""
+        self.store_hook: Callable[[NkiTensor | Access], None] | None = None
+        """Called before every write into a tensor (a dialect tracks who wrote what)."""
+        self.oob_hint: str | None = None
+        """The advice an out-of-bounds access ends with (None: legacy NKI's, about masks)."""
+        self.python_indices = False
+        """Negative indices count from the end (current NKI); legacy NKI refuses them."""
 
     # --- source lines --------------------------------------------------------------------------
 
@@ -185,8 +225,10 @@ class Machine:
         *,
         fill: Any = None,
         api: str = "nl.ndarray",
+        psum_tile_bytes: int | None = None,
     ) -> NkiTensor:
-        """A new tensor; `fill` None leaves it uninitialised (the never-written sentinel)."""
+        """A new tensor; `fill` None leaves it uninitialised (the never-written sentinel).
+        `psum_tile_bytes`: the largest PSUM tile per partition (None: one bank)."""
         dims = tuple(shape) if isinstance(shape, tuple | list) else (shape,)
         if not all(
             isinstance(d, int | np.integer) and not isinstance(d, bool) and d > 0 for d in dims
@@ -214,11 +256,16 @@ class Machine:
             self._check_partitions(shape_ints[par_axis], f"{api} `{label}`")
             if buffer is Buffer.PSUM:
                 free_bytes = int(np.prod(shape_ints[par_axis + 1 :])) * np_dtype.itemsize
-                if free_bytes > self.target.psum_bank_bytes:
+                most = self.target.psum_bank_bytes if psum_tile_bytes is None else psum_tile_bytes
+                if free_bytes > most:
+                    what = (
+                        "512 float32, one bank"
+                        if most == self.target.psum_bank_bytes
+                        else f"{most // 4} float32"
+                    )
                     raise ConstraintViolation(
                         f"{api}: PSUM tile `{label}` {list(shape_ints)} needs {free_bytes} bytes "
-                        f"per partition; a PSUM tile holds at most "
-                        f"{self.target.psum_bank_bytes} (512 float32, one bank)"
+                        f"per partition; a PSUM tile holds at most {most} ({what})"
                     )
         elif fill is not None:
             raise ConstraintViolation(f"{api}: HBM tensors cannot be created with an initial value")
@@ -483,6 +530,8 @@ class Machine:
     def _store_values(
         self, target: NkiTensor | Access, values: Array, valid: Array | None, picked: Any
     ) -> None:
+        if self.store_hook is not None:
+            self.store_hook(target)
         dtype = target.dtype
         cast = values.astype(dtype, copy=False) if values.dtype != dtype else values
         if isinstance(target, NkiTensor):

@@ -58,9 +58,21 @@ def _outputs(result: Any) -> list[NkiTensor]:
     return items
 
 
+def _line_note(trace: Trace, index: int, prefix: str = ", ") -> str:
+    """Where in the kernel an instruction came from, for a capacity message."""
+    instructions = trace.instructions
+    line = instructions[index].line if 0 <= index < len(instructions) else 0
+    if not line:
+        return ""
+    return f"{prefix}kernel line {line}" + (")" if prefix.startswith(" (") else "")
+
+
 def execute(kernel: Any, args: list[Any], config: Config) -> KernelRun:
     """Run one kernel call on a fresh machine; inputs are NumPy arrays or Python scalars."""
     machine = Machine(config)
+    prepare = getattr(kernel, "prepare_machine", None)
+    if prepare is not None:  # a dialect's front sets the machine up (current NKI's views)
+        prepare(machine)
     grid = kernel.grid if isinstance(kernel, JitKernel) else ()
     function = kernel.fn if isinstance(kernel, JitKernel) else kernel
     started = time.perf_counter()
@@ -86,14 +98,17 @@ def execute(kernel: Any, args: list[Any], config: Config) -> KernelRun:
     limit = capacity.sbuf_limit
     notes = []
     if capacity.sbuf_peak_bytes > limit:
+        at = capacity.at_instruction.get("sbuf", 0)
         notes.append(
             f"SBUF: {capacity.sbuf_peak_bytes} bytes per partition live at once (near "
-            f"instruction {capacity.at_instruction.get('sbuf', 0)}), more than the {limit} of "
+            f"instruction {at}{_line_note(machine.trace, at)}), more than the {limit} of "
             f"{config.target}; the compiler will spill to HBM"
         )
     if capacity.psum_peak_banks > capacity.psum_banks:
+        at = capacity.at_instruction.get("psum", 0)
         notes.append(
-            f"PSUM: {capacity.psum_peak_banks} banks live at once, more than the "
+            f"PSUM: {capacity.psum_peak_banks} banks live at once"
+            f"{_line_note(machine.trace, at, prefix=' (near ')}, more than the "
             f"{capacity.psum_banks} of {config.target}"
         )
     if notes and config.strict_capacity:

@@ -209,6 +209,20 @@ def _as_index(item: Any) -> Any:
     raise UnsupportedApi(f"cannot index a tensor with {type(item).__name__}")
 
 
+def _from_end(item: Any, size: int) -> Any:
+    """Python's negative indices, counted from the end (a stop past the end stays there: it is
+    out of bounds, not clipped)."""
+    if isinstance(item, int):
+        return item + size if item < 0 else item
+    if isinstance(item, slice) and (
+        (item.start is not None and item.start < 0) or (item.stop is not None and item.stop < 0)
+    ):
+        start = item.start + size if item.start is not None and item.start < 0 else item.start
+        stop = item.stop + size if item.stop is not None and item.stop < 0 else item.stop
+        return slice(start, stop, item.step)
+    return item
+
+
 class NkiTensor:
     """A tensor or tile as the kernel sees it: a view into an allocation."""
 
@@ -296,6 +310,14 @@ class NkiTensor:
     def __iter__(self) -> Any:
         raise UnsupportedApi("iterating over a tensor is not supported; index it with loops")
 
+    def __getattr__(self, name: str) -> Any:
+        # Only for names the class lacks: the tensor methods a dialect's front adds (`t.ap`).
+        if not name.startswith("_"):
+            getter = self._machine.tensor_methods.get(name)
+            if getter is not None:
+                return getter(self)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     # --- views ---------------------------------------------------------------------------------
 
     def _child(
@@ -340,6 +362,8 @@ class NkiTensor:
         return self._basic(items)
 
     def _basic(self, items: list[Any]) -> NkiTensor | Access:
+        if self._machine.python_indices:
+            items = [_from_end(item, size) for item, size in zip(items, self.shape, strict=True)]
         key: list[Any] = []
         dims: list[tuple[int, int, int] | None] = []
         fixed: dict[int, tuple[int, int]] = {}
@@ -538,6 +562,10 @@ class NkiTensor:
     # --- tensor methods of the NKI API ---------------------------------------------------------
 
     def reshape(self, *shape: Any) -> NkiTensor:
+        override = self._machine.tensor_methods.get("reshape")
+        if override is not None:
+            result: NkiTensor = override(self)(*shape)
+            return result
         new_shape = tuple(
             int(s)
             for s in (shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape)
@@ -678,7 +706,8 @@ class Access:
                 hint = (
                     "the mask does not cover it"
                     if valid is not None
-                    else "mask the ragged part (mask=...) or fix the number of tiles"
+                    else self.base._machine.oob_hint
+                    or "mask the ragged part (mask=...) or fix the number of tiles"
                 )
                 raise OutOfBounds(
                     f"{what}: out-of-bounds access to `{self.alloc.name}` on dimension {d}: "

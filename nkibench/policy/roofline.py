@@ -1,12 +1,12 @@
-"""AccelOpt's roofline and "% of peak" (calculate_percentage_of_peak.py), for trn1 and trn2.
+"""AccelOpt's roofline and "% of peak" (calculate_percentage_of_peak.py), for trn1 to trn3.
 
     roofline time = max(vector flops / vector peak, matmul flops / matmul peak,
                         compulsory bytes / HBM bandwidth)
     % of peak     = roofline time / latency
 
 The peaks are those of one NeuronCore at fp32 (the precision NKIBench runs in). For trn1 they
-are AccelOpt's own constants; AccelOpt publishes none for trn2, so they are derived here the
-same way from the trn2 documentation.
+are AccelOpt's own constants; AccelOpt publishes none for trn2 or trn3, so they are derived
+here the same way from those generations' documentation (aws-neuron/aws-neuron-sdk).
 """
 
 from __future__ import annotations
@@ -59,8 +59,30 @@ PEAKS = {
             "trainium2_arch.rst: VectorE 256 fp32 elements/cycle at 0.96 GHz + ScalarE 128 "
             "lanes at 1.2 GHz",
         ),
-        matmul_flops=Sourced(20e12, "neuron-core-v3.rst: 20 TFLOPS fp32 dense"),
-        matmul_flops_bf16=Sourced(79e12, "neuron-core-v3.rst: 79 TFLOPS bf16 dense"),
+        matmul_flops=Sourced(20e12, "trainium2_arch.rst: 20 TFLOPS fp32 dense"),
+        matmul_flops_bf16=Sourced(
+            79e12, "trainium2_arch.rst and neuron-core-v3.rst: 79 TFLOPS bf16 dense"
+        ),
+    ),
+    "trn3": Peaks(
+        "trn3",
+        bandwidth=Sourced(
+            4.9e12 / 8,
+            "trainium3.rst: 4.9 TB/s per chip over 8 NeuronCore-v4 (trn3-arch.rst agrees; "
+            "trainium3_arch.rst says 4.7 TB/s). One core's 16 DMA engines reach 528 GB/s in "
+            "nki-dma-bandwidth-guide.rst, 614 GB/s at nki-dma-overview.rst's theoretical rate",
+        ),
+        vector_flops=Sourced(
+            128 * 2 * 1.2e9 + 128 * 1.2e9,
+            "trainium3_arch.rst: VectorE 256 fp32 elements/cycle at 1.2 GHz + ScalarE 128 "
+            "fp32 elements/cycle at 1.2 GHz",
+        ),
+        matmul_flops=Sourced(20e12, "trainium3_arch.rst and neuron-core-v4.rst: 20 TFLOPS fp32"),
+        matmul_flops_bf16=Sourced(
+            79e12,
+            "trainium3_arch.rst and neuron-core-v4.rst: 79 TFLOPS bf16/fp16/tf32 (MXFP8/MXFP4 "
+            "reach 315, 4x; no task precision selects them)",
+        ),
     ),
 }
 

@@ -33,7 +33,7 @@ def load_phase_kernel(request: dict[str, Any]) -> tuple[Any, dict[str, Any] | No
     kernel will really see (check_resolved), before any of its code runs."""
     display = request["display_name"]
     filename = request["kernel_file"]
-    dialect = request.get("dialect", "nki")
+    dialect = request["dialect"]
     torch_compute = bool(request.get("allow_torch_compute", False))
     source = request["kernel_source"]
     violations = check_source(source, display, dialect, torch_compute=torch_compute)

@@ -39,7 +39,7 @@ def _safe_builtins(dialect: str) -> dict[str, Any]:
     return allowed
 
 
-def load_kernel(source: str, filename: str, function: str, dialect: str = "nki") -> Any:
+def load_kernel(source: str, filename: str, function: str, dialect: str) -> Any:
     """Execute the kernel module with restricted builtins and return its kernel function."""
     code = compile(source, filename, "exec")
     namespace: dict[str, Any] = {

@@ -46,7 +46,7 @@ import importlib
 import types
 from dataclasses import dataclass
 
-from nkibench.dialects import get_dialect
+from nkibench.dialects import IMPORT_ROOTS, get_dialect
 from nkibench.errors import ErrorKind, KernelError
 
 __all__ = [
@@ -362,7 +362,7 @@ class Violation:
         return f"{filename} line {self.line}: {self.problem}"
 
 
-def module_allowed(name: str, dialect_name: str = "nki") -> bool:
+def module_allowed(name: str, dialect_name: str) -> bool:
     return name in get_dialect(dialect_name).allowed_modules
 
 
@@ -392,7 +392,7 @@ def _attribute_problem(name: str, dialect: str) -> str | None:
         )
     if name in FORBIDDEN_MODULE_ATTRIBUTES:
         return f"`.{name}` is the standard library's {name} module, which a kernel may not use"
-    if dialect == "nki" and name in NKISIM_INTERNALS:
+    if dialect != "triton" and name in NKISIM_INTERNALS:
         return (
             f"`.{name}` is nkisim's own storage behind a tensor, not NKI: move data with "
             "nl.load / nl.store (or nisa.dma_copy) and compute with nl.* / nisa.*"
@@ -425,17 +425,31 @@ class _Checker(ast.NodeVisitor):
     def _flag(self, node: ast.AST, problem: str) -> None:
         self.violations.append(Violation(getattr(node, "lineno", 0), problem))
 
+    def _refuse_import(self, node: ast.AST, name: str, what: str) -> None:
+        other = IMPORT_ROOTS.get(name.partition(".")[0])
+        if other is not None and other != self.dialect:
+            language = get_dialect(self.dialect).language
+            self._flag(
+                node,
+                f"{what} {name!r} mixes {get_dialect(other).language} into a {language} "
+                f"kernel ({self.dialect}); write it in one dialect",
+            )
+        else:
+            self._flag(node, f"{what} {name!r} is not allowed")
+
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             if not module_allowed(alias.name, self.dialect):
-                self._flag(node, f"import of {alias.name!r} is not allowed")
+                self._refuse_import(node, alias.name, "import of")
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level:
             self._flag(node, "relative imports are not allowed")
-        elif node.module is None or not module_allowed(node.module, self.dialect):
-            self._flag(node, f"import from {node.module!r} is not allowed")
+        elif node.module is None:
+            self._flag(node, "import from None is not allowed")
+        elif not module_allowed(node.module, self.dialect):
+            self._refuse_import(node, node.module, "import from")
         else:
             for alias in node.names:
                 full = f"{node.module}.{alias.name}"
@@ -604,7 +618,7 @@ def violation_kind(violations: list[Violation]) -> ErrorKind:
 
 
 def check_source(
-    source: str, filename: str = "kernel.py", dialect: str = "nki", *, torch_compute: bool = False
+    source: str, filename: str, dialect: str, *, torch_compute: bool = False
 ) -> list[Violation]:
     """The violations of the allow-list in a kernel's source (empty: allowed).
 
@@ -706,9 +720,7 @@ class _Stop(Exception):
     """A chain that is refused, or that cannot be followed before the kernel runs."""
 
 
-def check_resolved(
-    source: str, dialect: str = "nki", *, torch_compute: bool = False
-) -> list[Violation]:
+def check_resolved(source: str, dialect: str, *, torch_compute: bool = False) -> list[Violation]:
     """The attribute chains of a kernel that passed check_source, followed on the real
     modules: every module a chain reaches must be one the kernel may use (`typing.stdlib_re`
     is `re`, whose `enum.bltns` is `builtins`: no name list sees that), and numpy's file

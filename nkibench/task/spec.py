@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import errno
 import hashlib
 import math
@@ -49,8 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nkibench.backends import BACKENDS, dialect_of_backend
-from nkibench.dialects import get_dialect
+from nkibench.backends import BACKENDS, backend_info, dialect_of_backend
+from nkibench.dialects import DIALECTS, detect_dialect, get_dialect
 from nkibench.errors import TaskError
 from nkibench.task.safe_eval import (
     Number,
@@ -146,16 +147,34 @@ class TaskSpec:
     """A Triton task whose run() may compute with PyTorch (by default torch only allocates,
     views and queries tensors there, and every computation runs in Triton kernels)."""
     content_hash: str = ""
-
-    @property
-    def dialect(self) -> str:
-        """The kernel language (nkibench.dialects): the one its backend runs."""
-        return dialect_of_backend(self.backend)
+    dialect: str = "nki-legacy"
+    """The kernel language (nkibench.dialects): from kernel.py's imports, or task.toml's
+    `dialect`, or (a kernel importing no kernel package) the one its backend runs first."""
 
     @property
     def default_backend(self) -> str:
         """The backend that runs it anywhere: nkisim for NKI, triton (GPU or interpreter)."""
         return get_dialect(self.dialect).default_backend
+
+    def with_kernel(self, source: str, dialect: str) -> TaskSpec:
+        """The task running another kernel written in `dialect` (a port to current NKI): the
+        same reference, seeds, shapes and revision."""
+        entry = next(
+            (
+                name
+                for name in get_dialect(dialect).entry_points
+                if re.search(rf"^def {name}\s*\(", source, re.M)
+            ),
+            self.kernel_function,
+        )
+        return dataclasses.replace(
+            self, dialect=dialect, kernel_source=source, kernel_function=entry
+        )
+
+    @property
+    def smallest_shapes(self) -> str:
+        """The shape set a quick check uses: `small` where the task defines it, else full."""
+        return "small" if "small" in self.shape_sets else FULL
 
     @property
     def shape_names(self) -> list[str]:
@@ -345,6 +364,7 @@ def _check_reference(path: Path, tree: ast.Module) -> None:
 
 _TOP_KEYS = (
     "name",
+    "dialect",
     "description",
     "backend",
     "dtype",
@@ -390,7 +410,7 @@ class _TomlReader:
         unknown = sorted(set(self.data) - set(_TOP_KEYS))
         if unknown:
             raise self.fail("top level", f"unknown key(s) {', '.join(unknown)}")
-        for key in ("name", "description", "backend", "dtype", "kernel_function"):
+        for key in ("name", "description", "backend", "dtype", "kernel_function", "dialect"):
             if key in self.data:
                 if not isinstance(self.data[key], str):
                     raise self.fail(key, "must be a string")
@@ -402,6 +422,8 @@ class _TomlReader:
         backend = self.out.get("backend", "nkisim")
         if backend not in BACKENDS:
             raise self.fail("backend", f"must be one of {', '.join(BACKENDS)}")
+        if self.out.get("dialect", "nki") not in DIALECTS:
+            raise self.fail("dialect", f"must be one of {', '.join(DIALECTS)}")
         if self.out.get("dtype", "float32") not in TASK_DTYPES:
             raise self.fail("dtype", f"must be one of {', '.join(TASK_DTYPES)}")
         if backend == "triton":
@@ -534,6 +556,23 @@ class _TomlReader:
         self.out["tunables"] = tunables
 
 
+def _task_dialect(folder: Path, kernel_tree: ast.Module, settings: dict[str, Any]) -> str:
+    """The task's dialect (task.toml's `dialect` wins over kernel.py's imports), which its
+    backend must run."""
+    backend = settings.get("backend", "nkisim")
+    detected = detect_dialect(kernel_tree, str(folder / KERNEL_FILE))
+    dialect: str = settings.pop("dialect", None) or detected or dialect_of_backend(backend)
+    runs = backend_info(backend).dialects
+    if dialect not in runs:
+        source = "task.toml's dialect" if detected != dialect else "its imports"
+        raise TaskError(
+            f"{folder / TOML_FILE}: backend: the kernel is {get_dialect(dialect).language} "
+            f"({source}), and the {backend} backend runs {', '.join(runs)} kernels"
+            + ('; set backend = "triton"' if dialect == "triton" else "")
+        )
+    return dialect
+
+
 def _read_toml(path: Path, raw: bytes, reference: ast.Module) -> dict[str, Any]:
     try:
         data = tomllib.loads(raw.decode("utf-8"))
@@ -571,8 +610,9 @@ def load_task(
         if TOML_FILE in files
         else {}
     )
+    dialect = _task_dialect(folder, kernel_tree, settings)
     kernel_function: str = settings.pop("kernel_function", None) or _kernel_function(
-        folder / KERNEL_FILE, kernel_tree, dialect_of_backend(settings.get("backend", "nkisim"))
+        folder / KERNEL_FILE, kernel_tree, dialect
     )
     if kernel_function not in _functions(kernel_tree):
         raise TaskError(f"{folder / KERNEL_FILE}: no module-level function `{kernel_function}`")
@@ -592,5 +632,6 @@ def load_task(
         kernel_function=kernel_function,
         constants=constants,
         content_hash=folder_hash(files),
+        dialect=dialect,
         **settings,
     )

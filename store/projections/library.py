@@ -125,6 +125,8 @@ class Revision:
     content_hash: str
     files: dict[str, str]
     """File name → blob sha256, as recorded: what `daemon/revisions.py:materialize` needs."""
+    dialect: str | None = None
+    """The kernel's language as recorded (None: recorded before dialects were)."""
     promotions: dict[str, Promotion] = field(default_factory=dict)
     """Platform (backend:target) → the kernel promoted there for this revision."""
 
@@ -135,6 +137,7 @@ class Revision:
             task_dir=self.task_dir,
             content_hash=self.content_hash,
             files=dict(self.files),
+            dialect=self.dialect,
         )
 
 
@@ -201,7 +204,7 @@ class LibraryProjection:
     """Folds task-folder, profile and promotion events into the library."""
 
     name = "library"
-    version = "4-claims-daemons"
+    version = "5-dialects"
     """Bumped for current revisions, their promotions and folder hashes; for folder records
     and names held by the folder that claimed them first; for the daemons. Never a bare
     number, which tests use to stand for "some other version"."""
@@ -306,9 +309,11 @@ class LibraryProjection:
         self._touch(task, envelope)
         current = state.revisions.get(e.task)
         if current is None or current.content_hash != e.content_hash:
-            state.revisions[e.task] = Revision(e.task, e.task_dir, e.content_hash, dict(e.files))
+            state.revisions[e.task] = Revision(
+                e.task, e.task_dir, e.content_hash, dict(e.files), e.dialect
+            )
         else:  # the same revision seen again: its promotions stand
-            current.task_dir, current.files = e.task_dir, dict(e.files)
+            current.task_dir, current.files, current.dialect = e.task_dir, dict(e.files), e.dialect
 
     def _invalid(self, state: LibraryState, envelope: Envelope[TaskInvalid]) -> None:
         e = envelope.event

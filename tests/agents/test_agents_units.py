@@ -60,7 +60,13 @@ def test_lessons_follow_accelopts_rules() -> None:
 
 
 def _lesson(
-    item: str, task: str, speedup: float, *, target: str = "trn1", title: str = "Hoist loads"
+    item: str,
+    task: str,
+    speedup: float,
+    *,
+    target: str = "trn1",
+    title: str = "Hoist loads",
+    dialect: str = "nki-legacy",
 ) -> ExperienceSummarized:
     return ExperienceSummarized(
         task=task,
@@ -77,6 +83,7 @@ def _lesson(
         model="m",
         backend="nkisim",
         target=target,
+        dialect=dialect,
     )
 
 
@@ -133,14 +140,23 @@ def test_the_planner_sees_its_own_lessons_first_then_similar_tasks_same_hardware
             _lesson("other-chip", "mm1", 9.0, target="trn2"),
         ],
     )
-    shown = shown_to_planner(state, task="mm1", operators=["matmul", "sum"], target="trn1", limit=4)
-    assert [i.item_id for i in shown] == ["own-strong", "own-weak", "similar", "unrelated"]
-    shown = shown_to_planner(state, task="mm1", operators=["matmul"], target="trn1", limit=3)
-    assert "unrelated" not in [i.item_id for i in shown]
-    assert "other-chip" not in [
-        i.item_id
-        for i in shown_to_planner(state, task="mm1", operators=[], target="trn1", limit=10)
-    ]
+
+    def shown(operators: list[str], limit: int) -> list[str]:
+        return [
+            i.item_id
+            for i in shown_to_planner(
+                state,
+                task="mm1",
+                operators=operators,
+                target="trn1",
+                dialect="nki-legacy",
+                limit=limit,
+            )
+        ]
+
+    assert shown(["matmul", "sum"], 4) == ["own-strong", "own-weak", "similar", "unrelated"]
+    assert "unrelated" not in shown(["matmul"], 3)
+    assert "other-chip" not in shown([], 10)
 
 
 def test_operators_are_read_from_forward() -> None:
@@ -190,7 +206,7 @@ def test_lessons_are_titled() -> None:
 
 
 def test_prompts_refuse_to_go_out_half_filled() -> None:
-    prompts = Prompts("nki")
+    prompts = Prompts("nki-legacy")
     messages = prompts.messages("executor", reference="R", kernel="K", plan="P")
     assert "legacy `neuronxcc.nki`" in messages[0]["content"]
     assert "Plan:\nP" in messages[1]["content"]

@@ -14,7 +14,7 @@ import pytest
 from daemon.cli import main
 from events.codec import encode
 from events.envelope import NewEvent
-from nkibench.suites import NKI_SUITE
+from nkibench.suites import NKI_LEGACY_SUITE
 from store.migrate import head_revision
 from store.projections.library import LibraryProjection
 from store.projections.runner import ProjectionRunner
@@ -300,7 +300,7 @@ def test_default_database_follows_xdg_state_home(
     assert upgraded["database"] == str(tmp_path / "xdg" / "accelopt" / "accelopt.db")
 
 
-SUITE = NKI_SUITE  # the shipped NKI suite
+SUITE = NKI_LEGACY_SUITE  # the shipped NKI suite
 
 
 def test_check_reports_one_json_object_and_its_exit_status(

@@ -4,7 +4,9 @@ the program runs from a source checkout that was never installed."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -15,7 +17,7 @@ import pytest
 from daemon.cli import cli
 from daemon.cli.options import KERNEL_OPTIONS
 from events.codec import encode
-from nkibench.suites import NKI_SUITE
+from nkibench.suites import NKI_LEGACY_SUITE
 from store.sql import SqlEventStore
 from tests.support import REPOSITORY, factories
 from tests.support.cli import run_cli
@@ -97,10 +99,10 @@ def test_db_before_and_after_the_command_name_are_the_same(
 
 
 def test_a_bad_shapes_or_devices_value_is_a_usage_error() -> None:
-    shapes = run_cli("check", str(NKI_SUITE / "silu"), "--shapes", "smal")
+    shapes = run_cli("check", str(NKI_LEGACY_SUITE / "silu"), "--shapes", "smal")
     assert shapes.code == 2
     assert "no shape set 'smal'" in shapes.err
-    devices = run_cli("check", str(NKI_SUITE / "silu"), "--devices", "0,1")
+    devices = run_cli("check", str(NKI_LEGACY_SUITE / "silu"), "--devices", "0,1")
     assert devices.code == 2
     assert "runs on one device" in devices.err
 
@@ -144,8 +146,28 @@ def test_the_program_runs_from_a_source_checkout_never_installed(tmp_path: Path)
     )
     assert "PackageNotFoundError" in probe.stderr  # really not installed
     assert accelopt("db", "upgrade").returncode == 0
-    check = accelopt("check", str(NKI_SUITE / "silu"), "--shapes", "small", "--seeds", "0")
+    check = accelopt("check", str(NKI_LEGACY_SUITE / "silu"), "--shapes", "small", "--seeds", "0")
     assert check.returncode == 0, check.stderr
     assert "correct on seeds [0]" in check.stdout
     status = accelopt("status", "--json")
     assert status.returncode == 0, status.stderr
+
+
+def test_check_and_profile_default_to_the_tasks_smallest_shape_set(tmp_path: Path) -> None:
+    """`small` where the task defines it, else `full` (a task without [shapes.small] used to
+    fail with "no shape set 'small'")."""
+    with_small = run_cli("check", str(NKI_LEGACY_SUITE / "silu"), "--seeds", "0", "--json")
+    assert with_small.code == 0, with_small.err
+    assert json.loads(with_small.out)["shapes"] == "small"
+    folder = tmp_path / "silu"
+    shutil.copytree(NKI_LEGACY_SUITE / "silu", folder)
+    reference = (folder / "reference.py").read_text()
+    (folder / "reference.py").write_text(reference.replace("M = 4096", "M = 128"))
+    (folder / "reference.py").write_text(
+        (folder / "reference.py").read_text().replace("N = 7168", "N = 1024")
+    )
+    (folder / "task.toml").unlink()
+    for command in ("check", "profile"):
+        only_full = run_cli(command, str(folder), "--seeds", "0", "--json")
+        assert only_full.code == 0, only_full.err
+        assert json.loads(only_full.out)["shapes"] == "full"

@@ -167,7 +167,7 @@ def test_a_daemon_leaves_tasks_of_another_language_alone(tmp_path: Path) -> None
     from events.catalog import KernelSourceChanged, TaskInvalid
     from events.codec import decode
     from nkibench.suites import GPU_SUITE as SUITE_GPU
-    from nkibench.suites import NKI_SUITE as SUITE
+    from nkibench.suites import NKI_LEGACY_SUITE as SUITE
     from store.memory import MemoryEventStore
     from store.recorder import Recorder
 
@@ -175,12 +175,12 @@ def test_a_daemon_leaves_tasks_of_another_language_alone(tmp_path: Path) -> None
     shutil.copytree(SUITE_GPU / "silu", root / "gpu_silu")
     shutil.copytree(SUITE / "silu", root / "silu")
     store = MemoryEventStore()
-    watcher = TaskWatcher(root, Recorder(store), dialects=("nki",))
+    watcher = TaskWatcher(root, Recorder(store), dialects=("nki", "nki-legacy"))
     watcher.rescan()
     events = [decode(s).event for s in store.read_all()]
     invalid = [e for e in events if isinstance(e, TaskInvalid)]
     assert [e.task for e in invalid] == ["gpu_silu"]
-    assert "a triton task, and this daemon runs nki kernels" in invalid[0].message
+    assert "a triton task, and this daemon runs nki, nki-legacy kernels" in invalid[0].message
     assert "--backend triton" in invalid[0].message
     assert invalid[0].file == "task.toml"
     assert [e.task for e in events if isinstance(e, KernelSourceChanged)] == ["silu"]

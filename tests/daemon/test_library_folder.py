@@ -12,7 +12,7 @@ from events.base import Event
 from events.catalog import KernelPromoted, KernelRemoved, KernelSourceChanged
 from events.codec import decode, encode
 from events.projection import fold
-from nkibench.suites import NKI_SUITE
+from nkibench.suites import NKI_LEGACY_SUITE
 from store.memory import MemoryEventStore
 from store.projections.library import LibraryProjection, LibraryState
 from store.recorder import Recorder
@@ -58,8 +58,8 @@ def test_the_folder_follows_promotions_and_demotions(tmp_path: Path) -> None:
 
 def test_the_watcher_starts_from_the_folder_records_the_library_keeps(tmp_path: Path) -> None:
     root = tmp_path / "kernels"
-    shutil.copytree(NKI_SUITE / "silu", root / "silu")
-    shutil.copytree(NKI_SUITE / "silu", root / "silu2")
+    shutil.copytree(NKI_LEGACY_SUITE / "silu", root / "silu")
+    shutil.copytree(NKI_LEGACY_SUITE / "silu", root / "silu2")
     store = MemoryEventStore()
     TaskWatcher(root, Recorder(store)).rescan()
     assert len(list(store.read_all(types=["KernelSourceChanged"]))) == 2

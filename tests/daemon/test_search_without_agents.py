@@ -8,19 +8,19 @@ from pathlib import Path
 from structlog.testing import capture_logs
 
 from events.catalog import CandidateGenerated, CandidateRejected, ProfileRecorded, SearchFinished
-from nkibench.suites import NKI_SUITE
+from nkibench.suites import NKI_LEGACY_SUITE
 from tests.support.inprocess_daemon import Running, wait_for
 
 
 def tunable_silu(folder: Path, choices: str) -> None:
     """silu with its tile width as a module-level tunable, COLS."""
     folder.mkdir()
-    (folder / "reference.py").write_text((NKI_SUITE / "silu" / "reference.py").read_text())
-    kernel = (NKI_SUITE / "silu" / "kernel.py").read_text()
+    (folder / "reference.py").write_text((NKI_LEGACY_SUITE / "silu" / "reference.py").read_text())
+    kernel = (NKI_LEGACY_SUITE / "silu" / "kernel.py").read_text()
     kernel = kernel.replace("    cols = 1024\n", "    cols = COLS\n")
     kernel = kernel.replace("@nki.jit", "COLS = 1024\n\n\n@nki.jit")
     (folder / "kernel.py").write_text(kernel)
-    toml = (NKI_SUITE / "silu" / "task.toml").read_text()
+    toml = (NKI_LEGACY_SUITE / "silu" / "task.toml").read_text()
     (folder / "task.toml").write_text(f"{toml}\n[tunables]\nCOLS = {choices}\n")
 
 

@@ -26,7 +26,7 @@ from daemon.soak.report import growth_report, wal_truncations
 from daemon.soak.run import SOAK_TASKS, SoakConfig, daemon_command
 from daemon.soak.sampler import ProcessProbe, Sample, survivors
 from nkibench.errors import TaskError
-from nkibench.suites import NKI_SUITE
+from nkibench.suites import NKI_LEGACY_SUITE
 from nkibench.task.spec import folder_hash, load_task, read_task_files
 from store.projections.library import LibraryState, TaskRecord
 
@@ -272,12 +272,14 @@ def test_a_break_makes_the_folder_invalid_and_its_fix_undoes_it(
 ) -> None:
     watch, staging = tmp_path / "kernels", tmp_path / "staging"
     watch.mkdir()
-    applier = ChurnApplier(watch, staging, NKI_SUITE)
+    applier = ChurnApplier(watch, staging, NKI_LEGACY_SUITE)
     applier.apply(Action(0, 0.0, "drop", "slot0", task="silu"))
     folder = watch / "slot0"
     assert loads(folder)
     dropped = folder_hash(read_task_files(folder))
-    assert dropped == folder_hash(read_task_files(NKI_SUITE / "silu"))  # the suite's, as it is
+    assert dropped == folder_hash(
+        read_task_files(NKI_LEGACY_SUITE / "silu")
+    )  # the suite's, as it is
     applier.apply(Action(1, 1.0, "edit_in_place", "slot0"))
     applier.apply(Action(2, 2.0, "edit_atomic", "slot0"))
     edited = folder_hash(read_task_files(folder))
@@ -297,7 +299,7 @@ def test_a_break_makes_the_folder_invalid_and_its_fix_undoes_it(
 def test_a_broken_drop_arrives_broken_and_is_fixed(tmp_path: Path) -> None:
     watch = tmp_path / "kernels"
     watch.mkdir()
-    applier = ChurnApplier(watch, tmp_path / "staging", NKI_SUITE)
+    applier = ChurnApplier(watch, tmp_path / "staging", NKI_LEGACY_SUITE)
     applier.apply(Action(0, 0.0, "drop_broken", "slot1", task="adamw", breakage="not_utf8"))
     assert not loads(watch / "slot1")
     applier.apply(Action(1, 1.0, "fix", "slot1"))
@@ -307,7 +309,7 @@ def test_a_broken_drop_arrives_broken_and_is_fixed(tmp_path: Path) -> None:
 def test_a_plan_applies_from_start_to_end(tmp_path: Path) -> None:
     watch = tmp_path / "kernels"
     watch.mkdir()
-    applier = ChurnApplier(watch, tmp_path / "staging", NKI_SUITE)
+    applier = ChurnApplier(watch, tmp_path / "staging", NKI_LEGACY_SUITE)
     state: dict[str, SlotState] = {}
     for action in plan(5, duration_s=1200.0):
         applier.apply(action)
@@ -357,10 +359,10 @@ def request(model: str, user: str, seed: int = 0) -> Request:
 
 
 def test_the_soak_script_edits_the_suites_silu() -> None:
-    source = (NKI_SUITE / "silu" / "kernel.py").read_text()
+    source = (NKI_LEGACY_SUITE / "silu" / "kernel.py").read_text()
     for text in script.SILU_EDITS:
         assert source.count(text) == 1, text
-    reference = (NKI_SUITE / "silu" / "reference.py").read_text()
+    reference = (NKI_LEGACY_SUITE / "silu" / "reference.py").read_text()
     planner, executor = script.MODELS["ACCELOPT_PLANNER_MODEL"], "soak-executor"
     plans = {script.answer(request(planner, reference, seed)).text[:9] for seed in (0, 1)}
     assert plans == {"PLAN-FAST", "PLAN-SLOW"}
@@ -386,7 +388,7 @@ def test_the_soak_script_edits_the_suites_silu() -> None:
 
 def test_the_audit_finds_folders_the_log_does_not_show(tmp_path: Path) -> None:
     watch = tmp_path / "kernels"
-    applier = ChurnApplier(watch, tmp_path / "staging", NKI_SUITE)
+    applier = ChurnApplier(watch, tmp_path / "staging", NKI_LEGACY_SUITE)
     watch.mkdir()
     for slot in ("good", "stuck", "ghost"):
         applier.apply(Action(0, 0.0, "drop", slot, task="silu"))

@@ -10,13 +10,13 @@ import pytest
 import structlog
 
 from daemon.startup import OptionRefused, check_shapes, sweep_work
-from nkibench.suites import NKI_SUITE
+from nkibench.suites import NKI_LEGACY_SUITE
 
 
 def test_a_shapes_value_no_task_has_is_refused_with_a_usage_status(tmp_path: Path) -> None:
     watch = tmp_path / "kernels"
-    shutil.copytree(NKI_SUITE / "silu", watch / "silu")
-    shutil.copytree(NKI_SUITE / "matmul", watch / "matmul")
+    shutil.copytree(NKI_LEGACY_SUITE / "silu", watch / "silu")
+    shutil.copytree(NKI_LEGACY_SUITE / "matmul", watch / "matmul")
     with pytest.raises(OptionRefused) as caught:
         check_shapes("smal", watch)
     assert caught.value.exit_code == 2

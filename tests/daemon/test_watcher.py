@@ -19,7 +19,7 @@ from events.catalog import KernelRemoved, KernelSourceChanged, TaskInvalid
 from events.codec import decode, encode
 from events.projection import fold
 from nkibench.errors import TaskError
-from nkibench.suites import NKI_SUITE
+from nkibench.suites import NKI_LEGACY_SUITE
 from nkibench.task.spec import load_task
 from store.base import blob_hash
 from store.memory import MemoryEventStore
@@ -55,7 +55,7 @@ def start(root: Path, store: MemoryEventStore, shapes: str = "full") -> TaskWatc
 def drop(root: Path, name: str, task: str | None = None) -> Path:
     """The suite's silu as folder `name`, its task.toml naming it `task` if given."""
     folder = root / name
-    shutil.copytree(NKI_SUITE / "silu", folder)
+    shutil.copytree(NKI_LEGACY_SUITE / "silu", folder)
     if task is not None:
         name_task(folder, task)
     return folder
@@ -193,7 +193,7 @@ def test_one_bad_folder_neither_stops_a_scan_nor_the_others(
     for name in ("a", "locked", "z"):
         drop(root, name)
     os.mkdir(os.fsencode(root) + b"/bad\xff")
-    shutil.copytree(NKI_SUITE / "silu", os.fsdecode(os.fsencode(root) + b"/bad\xff/x"))
+    shutil.copytree(NKI_LEGACY_SUITE / "silu", os.fsdecode(os.fsencode(root) + b"/bad\xff/x"))
     real_open = os.open
 
     def denying_open(path: object, *args: object, **kwargs: object) -> int:

@@ -16,7 +16,7 @@ from nkibench.backend import Backend
 from nkibench.errors import BackendUnavailable, TaskError
 from nkibench.result import KernelResult
 from nkibench.sandbox.process import Cancelled
-from nkibench.suites import NKI_SUITE
+from nkibench.suites import NKI_LEGACY_SUITE
 from nkibench.task.spec import TaskSpec, load_task
 from store.jobs.base import Job
 from store.jobs.memory import Call, MemoryJobQueue
@@ -27,7 +27,7 @@ BACKEND = cast(Backend, object())  # never called: profile_kernel is faked
 
 @pytest.fixture
 def task() -> TaskSpec:
-    return load_task(NKI_SUITE / "silu")
+    return load_task(NKI_LEGACY_SUITE / "silu")
 
 
 def profiler(queue: MemoryJobQueue, stop: threading.Event | None = None) -> QueuedProfiler:

@@ -22,7 +22,7 @@ from events.catalog import (
     ProfileRecorded,
     SearchFinished,
 )
-from nkibench.suites import NKI_SUITE as SUITE
+from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from store.sql import SqlEventStore
 from tests.support import agent_script
 from tests.support.cli import ONE_STEP, SEARCH, Run, events_of, run_cli

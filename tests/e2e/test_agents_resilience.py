@@ -23,7 +23,7 @@ from events.catalog import (
     SearchFinished,
     SearchStarted,
 )
-from nkibench.suites import NKI_SUITE as SUITE
+from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from tests.support import agent_script
 from tests.support.cli import SEARCH, events_of
 from tests.support.llm_server import Reply, Request, ScriptedLLM, running_llm

@@ -20,7 +20,7 @@ from events.catalog import (
     ProfileRecorded,
     TaskInvalid,
 )
-from nkibench.suites import NKI_SUITE as SUITE
+from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from store.engine import make_engine
 from store.jobs.sql import SqlJobQueue
 from tests.support.daemon_process import DaemonProcess, orphans, wait_until

@@ -21,7 +21,7 @@ import pytest
 
 from daemon.notify import Notifier
 from events.catalog import KernelDemoted, KernelPromoted, SearchFinished
-from nkibench.suites import NKI_SUITE as SUITE
+from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from tests.support import DATA, REPOSITORY, agent_script
 from tests.support.daemon_process import DaemonProcess, wait_until
 from tests.support.llm_server import Reply, Request, running_llm

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from events.catalog import KernelSourceChanged, ProfileRecorded, SearchFinished
-from nkibench.suites import NKI_SUITE
+from nkibench.suites import NKI_LEGACY_SUITE
 from store.engine import make_engine
 from store.jobs.sql import SqlJobQueue
 from store.sql import SqlEventStore
@@ -129,7 +129,7 @@ def test_a_write_lock_held_for_30_seconds_is_waited_out(tmp_path: Path) -> None:
     holder = sqlite3.connect(database, isolation_level=None, timeout=60)
     try:
         holder.execute("BEGIN IMMEDIATE")
-        daemon.drop(NKI_SUITE / "silu", "silu")  # its revision waits for the lock
+        daemon.drop(NKI_LEGACY_SUITE / "silu", "silu")  # its revision waits for the lock
         time.sleep(30)
         holder.execute("ROLLBACK")
         wait_until(lambda: daemon.events(SearchFinished, task="silu"), 120, "the search to end")
@@ -178,12 +178,12 @@ def test_a_read_only_database_stops_the_daemon_and_nothing_is_lost(
 ) -> None:
     daemon = _daemon_on(tmp_path, small_filesystem)
     daemon.start()
-    daemon.drop(NKI_SUITE / "silu", "silu")
+    daemon.drop(NKI_LEGACY_SUITE / "silu", "silu")
     wait_until(lambda: daemon.events(SearchFinished, task="silu"), 120, "the first search")
     database = small_filesystem / "state" / "accelopt.db"
     files = [str(database), f"{database}-wal"]
     subprocess.run(["chattr", "+i", *files], check=True)
-    daemon.drop(NKI_SUITE / "rmsnorm_matmul", "rmsnorm_matmul")  # a revision it cannot write
+    daemon.drop(NKI_LEGACY_SUITE / "rmsnorm_matmul", "rmsnorm_matmul")  # a revision it cannot write
     assert exits(daemon, 90) == 1
     said = daemon.log_text()
     assert "database trouble; retrying" in said
@@ -213,7 +213,7 @@ def test_a_full_disk_stops_the_daemon_and_nothing_is_lost(
         ["dd", "if=/dev/zero", f"of={filler}", "bs=4k"], capture_output=True, check=False
     )  # until the disk is full
     assert shutil.disk_usage(small_filesystem).free < 1024 * 1024
-    daemon.drop(NKI_SUITE / "silu", "silu")
+    daemon.drop(NKI_LEGACY_SUITE / "silu", "silu")
     assert exits(daemon, 90) == 1
     assert "the database has failed for 8 s" in daemon.log_text()
     filler.unlink()
@@ -232,7 +232,7 @@ def test_removing_the_database_folder_stops_the_daemon_and_saves_the_log(tmp_pat
     """(Once the daemon wrote on to the removed files, exited 0, and all history was gone.)"""
     daemon = DaemonProcess(tmp_path, *SMALL)
     daemon.start()
-    daemon.drop(NKI_SUITE / "silu", "silu")
+    daemon.drop(NKI_LEGACY_SUITE / "silu", "silu")
     wait_until(lambda: daemon.events(ProfileRecorded, task="silu"), 120, "a baseline")
     recorded = len(daemon.events(KernelSourceChanged))
     shutil.rmtree(daemon.home)
@@ -274,11 +274,11 @@ def test_a_postgresql_restart_in_the_middle_of_a_run_is_waited_out(
     daemon = DaemonProcess(tmp_path, *SMALL, env={"ACCELOPT_DB": url})
     daemon.start()
     try:
-        daemon.drop(NKI_SUITE / "silu", "silu")
+        daemon.drop(NKI_LEGACY_SUITE / "silu", "silu")
         wait_until(lambda: daemon.events(ProfileRecorded, task="silu"), 120, "a baseline")
         restart = threading.Thread(target=_restart_postgresql)
         restart.start()
-        daemon.drop(NKI_SUITE / "adamw", "adamw")  # recorded while the server restarts
+        daemon.drop(NKI_LEGACY_SUITE / "adamw", "adamw")  # recorded while the server restarts
         restart.join()
         wait_until(lambda: daemon.events(SearchFinished, task="adamw"), 120, "the next search")
         assert daemon.alive()

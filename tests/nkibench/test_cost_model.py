@@ -4,16 +4,31 @@ schedules their traces."""
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import math
+import re
+import sys
+import tomllib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
 
-from nkibench.cost import GENERATIONS, MODEL_VERSION, Estimate, estimate
-from nkibench.nkisim.machine import Config
+from nkibench.benchmarks.nki import _ladder_summary
+from nkibench.cost import GENERATIONS, MODEL_VERSION, Estimate, estimate, tables
+from nkibench.nkisim.current.frontend import SHADOWED
+from nkibench.nkisim.current.frontend import (
+    install_shadow_modules as install_current_shadow_modules,
+)
+from nkibench.nkisim.language import tile_size
+from nkibench.nkisim.machine import TARGETS, Config, TargetSpec
 from nkibench.nkisim.runtime import execute
 from nkibench.nkisim.trace import ENGINES
+from nkibench.policy.roofline import PEAKS
 from nkibench.sandbox.loader import load_kernel
 from nkibench.suites import CALIBRATION
 from tests.support.nki_helpers import FILENAME, run
@@ -23,7 +38,7 @@ rng = np.random.default_rng(11)
 BF16 = ml_dtypes.bfloat16
 
 
-def randn(*shape: int, dtype: object = np.float32) -> np.ndarray:
+def randn(*shape: int, dtype: Any = np.float32) -> np.ndarray:
     return rng.standard_normal(shape).astype(dtype)
 
 
@@ -46,7 +61,7 @@ def ladder() -> dict[str, Estimate]:
     rungs = {}
     for name in LADDER:
         filename = str(folder / name)
-        kernel = load_kernel((folder / name).read_text(), filename, "kernel")
+        kernel = load_kernel((folder / name).read_text(), filename, "kernel", "nki-legacy")
         ran = execute(kernel, [lhsT, rhs], Config(kernel_file=filename))
         relative = np.linalg.norm(ran.outputs[0].astype(np.float32) - expected)
         assert relative < 1e-2 * np.linalg.norm(expected), name  # the same computation
@@ -64,6 +79,90 @@ def test_the_matmul_tutorial_ladder_gets_faster(ladder: dict[str, Estimate]) -> 
     assert transfers == sorted(transfers, reverse=True)
     assert {e.counters["hardware_flops"] for e in ladder.values()} == {2.0 * 2048**3}
     assert (tiled.bound_by, optimized.bound_by) == ("dma", "tensor")
+
+
+# --- the current-NKI tutorial's ladder (the nki package; documented order, on trn2) ----------
+
+NKI_LADDER = CALIBRATION / "matmul_tutorial_nki"
+
+
+def _reference(folder: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        f"{folder.name}_reference", folder / "reference.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def nki_ladder() -> tuple[dict[str, Any], dict[str, Estimate]]:
+    """ladder.toml, and its kernels run under nkisim's current-NKI front on its target at the
+    task's small shapes, each checked against reference.py's forward and estimated."""
+    ladder = tomllib.loads((NKI_LADDER / "ladder.toml").read_text())
+    task = tomllib.loads((NKI_LADDER / "task.toml").read_text())
+    shapes = task["shapes"][ladder["shapes"]]
+    lhsT = randn(shapes["K"], shapes["M"], dtype=BF16)
+    rhs = randn(shapes["K"], shapes["N"], dtype=BF16)
+    expected = _reference(NKI_LADDER).forward(lhsT, rhs)
+    rungs = {}
+    with pytest.MonkeyPatch.context() as patch:  # current NKI's `nki` modules, this fixture only
+        for name in SHADOWED:  # put back (or removed) when the context ends
+            patch.setitem(sys.modules, name, sys.modules.get(name))
+        install_current_shadow_modules()
+        for name in ladder["order"]:
+            filename = str(NKI_LADDER / name)
+            kernel = load_kernel((NKI_LADDER / name).read_text(), filename, "kernel", "nki")
+            ran = execute(
+                kernel, [lhsT, rhs], Config(target=ladder["target"], kernel_file=filename)
+            )
+            (result,) = ran.outputs
+            assert result.dtype == BF16, name
+            assert result.shape == expected.shape, name
+            error = np.linalg.norm(result.astype(np.float32) - expected)
+            assert error < task["correctness"]["rel_tol"] * np.linalg.norm(expected), name
+            assert ran.never_written == [0], name  # every element of the result written
+            rungs[name] = estimate(ran.trace.instructions, ladder["target"])
+    return ladder, rungs
+
+
+def test_the_current_nki_ladder_is_ranked_in_its_documented_order_on_trn2(
+    nki_ladder: tuple[dict[str, Any], dict[str, Estimate]],
+) -> None:
+    ladder, rungs = nki_ladder
+    assert ladder["target"] == "trn2"
+    assert ladder["order"] == ["kernel.py", "hoisted.py", "blocked.py", "optimized.py"]
+    latencies = [rungs[name].latency_ns for name in ladder["order"]]
+    assert all(a > b for a, b in itertools.pairwise(latencies)), latencies
+    # the tutorial's reasons: fewer HBM bytes (every step) and fewer, wider transfers
+    for counter, key in (
+        ("hbm_read_bytes", "hbm_read_bytes_fall"),
+        ("dma_transfer_count", "dma_transfers_fall"),
+    ):
+        values = [rungs[name].counters[counter] for name in ladder[key]]
+        assert all(a > b for a, b in itertools.pairwise(values)), (counter, values)
+    # the same flops on every rung; memory bound at the top, TensorE bound at the bottom
+    assert {e.counters["hardware_flops"] for e in rungs.values()} == {2.0 * 2048**3}
+    tiled, optimized = rungs[ladder["order"][0]], rungs[ladder["order"][-1]]
+    assert (tiled.bound_by, optimized.bound_by) == ("dma", "tensor")
+
+
+def test_a_ladder_is_ranked_right_only_when_every_rung_is_faster_and_correct() -> None:
+    ladder = {"order": ["a.py", "b.py", "c.py"], "target": "trn2", "shapes": "small", "source": "s"}
+
+    def rung(name: str, ms: float | None, *, correct: bool = True) -> dict[str, Any]:
+        return {"kernel": name, "estimated_ms": ms, "correct": correct}
+
+    def ranked(*rows: dict[str, Any]) -> bool:
+        return bool(_ladder_summary("t", ladder, "trn2", list(rows))["ranked_right"])
+
+    assert ranked(rung("a.py", 3.0), rung("b.py", 2.0), rung("c.py", 1.0))
+    assert not ranked(rung("a.py", 3.0), rung("b.py", 2.0), rung("c.py", 2.0))  # a tie
+    assert not ranked(rung("a.py", 2.0), rung("b.py", 3.0), rung("c.py", 1.0))
+    assert not ranked(rung("a.py", 3.0), rung("b.py", 2.0), rung("c.py", 1.0, correct=False))
+    assert not ranked(rung("a.py", 3.0), rung("b.py", None), rung("c.py", 1.0))
 
 
 def test_the_same_work_twice_takes_about_twice_as_long() -> None:
@@ -240,3 +339,140 @@ def test_every_constant_names_its_source() -> None:
 def test_an_unknown_target_is_an_error() -> None:
     with pytest.raises(ValueError, match="unknown target 'trn9'"):
         estimate([], "trn9")
+
+
+# --- trn3 (NeuronCore-v4) --------------------------------------------------------------------
+
+
+def test_every_source_names_a_listed_document_or_says_what_it_is() -> None:
+    """A source starts with a key of the tables' docstring (ARCH3, CHIP3, ...), or says it is an
+    ASSUMPTION, CALIBRATED or derived: a citation of an unlisted document fails here."""
+    keys = set(re.findall(r"^- (\w+):", tables.__doc__ or "", flags=re.MULTILINE))
+    assert {"ARCH3", "CORE3", "CHIP3", "ISA4"} <= keys
+    kinds = keys | {"ASSUMPTION", "CALIBRATED", "derived"}
+    for generation in GENERATIONS.values():
+        for name, entry in generation.constants().items():
+            source = str(entry["source"])
+            first_word = re.split(r"\W", source, maxsplit=1)[0]
+            assert first_word in kinds, (generation.name, name, source)
+
+
+def test_trn3_numbers_are_the_documented_ones_and_the_rest_say_assumption() -> None:
+    trn2, trn3 = GENERATIONS["trn2"], GENERATIONS["trn3"]
+    documented = {
+        "tensor_ghz": 2.4,
+        "vector_ghz": 1.2,
+        "scalar_ghz": 1.2,
+        "gpsimd_ghz": 1.2,
+        "fp32_matmul_factor": 4,
+        "vector_elements_per_cycle_4byte": 2,
+        "vector_elements_per_cycle_2byte": 4,
+        "dma_engines": 16,
+        "dma_bytes_per_ns_per_engine": 33,
+        "hbm_bytes_per_ns_per_core": 4900 / 8,
+        "sbuf_bytes_per_partition": 32 * 1024**2 / 128,
+        "psum_bytes_per_partition": 2 * 1024**2 / 128,
+        "psum_tile_bytes": 4096 * 4,
+    }
+    constants = trn3.constants()
+    for name, value in documented.items():
+        assert constants[name]["value"] == pytest.approx(value), name
+        assert not str(constants[name]["source"]).startswith("ASSUMPTION"), name
+    # what no document gives for NC-v4 is NC-v2's number, and says so
+    for name in (
+        "matmul_init_cycles",
+        "min_ii_cycles",
+        "vector_static_cycles",
+        "scalar_static_cycles",
+        "gpsimd_static_cycles",
+        "dma_transfer_ns",
+        "dma_engine_transfer_ns",
+        "dma_transpose_efficiency",
+    ):
+        assert str(constants[name]["source"]).startswith("ASSUMPTION"), name
+        assert constants[name]["value"] == trn2.constants()[name]["value"], name
+    # a whole PSUM partition per matmul on trn3, one 2 KiB bank before it
+    assert trn3.psum_tile_bytes.value == trn3.psum_bytes_per_partition.value
+    assert trn2.psum_tile_bytes.value == trn2.psum_bank_bytes.value == 2048
+
+
+@pytest.mark.parametrize("target", ["trn2", "trn3"])
+def test_roofline_peaks_follow_the_generation_table(target: str) -> None:
+    """The documented TFLOPS are a 128x128 array at TensorE's clock (2 flops a multiply-add),
+    the fp32 rate is the bf16 one over the fp32 factor, and both tables agree on bandwidth
+    and on the VectorE + ScalarE rate."""
+    g, peaks = GENERATIONS[target], PEAKS[target]
+    array = 128 * 128 * 2 * g.tensor_ghz.value * 1e9
+    assert peaks.matmul_flops_bf16.value == pytest.approx(array, rel=0.015)
+    fp32 = peaks.matmul_flops_bf16.value / g.fp32_matmul_factor.value
+    assert peaks.matmul_flops.value == pytest.approx(fp32, rel=0.015)
+    assert peaks.bandwidth.value / 1e9 == pytest.approx(
+        g.hbm_bytes_per_ns_per_core.value, rel=0.002
+    )
+    lanes = 128 * (
+        g.vector_elements_per_cycle_4byte.value * g.vector_ghz.value + g.scalar_ghz.value
+    )
+    assert peaks.vector_flops.value == pytest.approx(lanes * 1e9)
+
+
+MIXED = """
+@nki.jit
+def kernel(x, a, b):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    mm = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    a_tile = nl.load(a)
+    b_tile = nl.load(b)
+    acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+    for r in nl.affine_range(8):
+        acc += nisa.nc_matmul(a_tile, b_tile)
+    nl.store(mm, value=nl.copy(acc))
+    for i in nl.affine_range(x.shape[0] // 128):
+        t = nl.load(x[i * 128:(i + 1) * 128, :])
+        e = nisa.activation(op=nl.exp, data=t)
+        y = nisa.tensor_scalar(data=e, op0=nl.multiply, operand0=0.5)
+        nl.store(out[i * 128:(i + 1) * 128, :], value=y)
+    return out, mm
+"""
+
+
+def test_a_trn3_estimate_of_a_trn2_trace_follows_the_clocks() -> None:
+    """One trace, two tables: VectorE runs at 1.2 instead of 0.96 GHz, TensorE and ScalarE
+    keep their clocks, and the DMA engines move 33 instead of 23 B/ns."""
+    ran = run(
+        MIXED,
+        randn(512, 2048),
+        randn(128, 128, dtype=BF16),
+        randn(128, 512, dtype=BF16),
+        config=Config(target="trn2", kernel_file=FILENAME),
+    )
+    trn2 = estimate(ran.trace.instructions, "trn2")
+    trn3 = estimate(ran.trace.instructions, "trn3")
+    assert trn3.busy_ns["vector"] == pytest.approx(trn2.busy_ns["vector"] * 0.96 / 1.2)
+    assert trn3.busy_ns["scalar"] == pytest.approx(trn2.busy_ns["scalar"])
+    assert trn3.busy_ns["tensor"] == pytest.approx(trn2.busy_ns["tensor"])
+    assert trn3.busy_ns["tensor"] > 0
+    # faster engines, but the fixed 550 ns per transfer stays: between 23/33 and 1
+    ratio = trn3.busy_ns["dma"] / trn2.busy_ns["dma"]
+    assert 23 / 33 < ratio < 1
+    assert trn3.latency_ns < trn2.latency_ns
+
+
+def test_target_specs_keep_one_bank_until_trn3_takes_the_whole_psum() -> None:
+    for name in ("trn1", "trn2"):
+        spec = TARGETS[name]
+        assert (spec.psum_bank_bytes, spec.psum_tile_bytes) == (2048, 2048), name
+        assert spec.psum_tile_fmax(4) == tile_size.psum_bank_fmax == 512
+        assert spec.psum_bytes_per_partition // spec.psum_bank_bytes == 8
+        assert spec.matmul_psum_dtypes == ("float32",)
+    trn3 = TARGETS["trn3"]
+    assert trn3.sbuf_bytes_per_partition == 256 * 1024
+    assert trn3.psum_bytes_per_partition // trn3.psum_bank_bytes == 8
+    assert (trn3.psum_tile_fmax(4), trn3.psum_tile_fmax(2)) == (4096, 8192)
+    assert "bfloat16" in trn3.matmul_psum_dtypes
+    assert set(TARGETS) == set(GENERATIONS)
+
+
+@pytest.mark.parametrize("tile", [0, 3000, 32 * 1024])
+def test_a_psum_tile_must_be_whole_banks_within_a_partition(tile: int) -> None:
+    with pytest.raises(ValueError, match="whole banks"):
+        TargetSpec("trnX", 1024, psum_tile_bytes=tile)

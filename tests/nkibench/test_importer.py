@@ -11,11 +11,11 @@ import pytest
 from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.errors import NkiBenchError
 from nkibench.harness import check_kernel
-from nkibench.suites import NKI_SUITE
+from nkibench.suites import NKI_LEGACY_SUITE
 from nkibench.task.importer import import_nkibench
 from nkibench.task.spec import load_task
 
-SUITE = NKI_SUITE  # the shipped NKI suite
+SUITE = NKI_LEGACY_SUITE  # the shipped NKI suite
 
 
 def nkibench_tree(root: Path) -> Path:

@@ -11,12 +11,12 @@ from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.errors import ERROR_KINDS
 from nkibench.harness import check_kernel
 from nkibench.sandbox.process import Limits
-from nkibench.suites import NKI_SUITE
+from nkibench.suites import NKI_LEGACY_SUITE
 from nkibench.task.spec import load_task
 from tests.support import DATA
 
 CORPUS = DATA / "kernels"
-SUITE = NKI_SUITE
+SUITE = NKI_LEGACY_SUITE
 PWNED = Path("/tmp/accelopt-negative-corpus-pwned.npy")
 
 

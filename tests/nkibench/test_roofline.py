@@ -15,7 +15,7 @@ from nkibench.benchmarks.nki import rank_correlation
 from nkibench.harness import profile_kernel
 from nkibench.policy.flop_count import compulsory_bytes, count_forward
 from nkibench.policy.roofline import PEAKS, Work, pct_of_peak, roofline
-from nkibench.suites import NKI_SUITE as SUITE
+from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from nkibench.task.spec import load_task
 
 # reference/accelopt.md §3.1: the "baseline % peak" column, recomputed with AccelOpt's formula

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from nkibench.benchmarks.nki import suite_tasks
+from nkibench.dialects import detect_dialect
 from nkibench.sandbox.static_check import check_resolved, check_source, violation_kind
 from nkibench.suites import GPU_SUITE
 from tests.support.nki_helpers import shadow_modules
@@ -13,8 +16,10 @@ __all__ = ["shadow_modules"]
 
 
 def test_every_suite_kernel_passes() -> None:
-    for folder in suite_tasks():
-        assert check_source((folder / "kernel.py").read_text()) == [], folder.name
+    for dialect in ("nki-legacy", "nki"):
+        for folder in suite_tasks(dialect=dialect):
+            source = (folder / "kernel.py").read_text()
+            assert check_source(source, "kernel.py", dialect) == [], folder.name
 
 
 @pytest.mark.parametrize(
@@ -37,7 +42,7 @@ def test_every_suite_kernel_passes() -> None:
     ],
 )
 def test_forbidden_code_is_found(source: str, problem: str) -> None:
-    violations = check_source(source)
+    violations = check_source(source, "kernel.py", "nki-legacy")
     assert violations, source
     assert any(problem in v.problem for v in violations)
     assert violation_kind(violations) == "rejected"
@@ -47,11 +52,11 @@ def test_nki_spellings_that_look_like_numpy_io_are_allowed() -> None:
     source = (
         "import neuronxcc.nki.language as nl\nimport numpy as np\nx = nl.load(a)\ny = np.float32\n"
     )
-    assert check_source(source) == []
+    assert check_source(source, "kernel.py", "nki-legacy") == []
 
 
 def test_a_syntax_error_is_a_compile_failure_with_its_line() -> None:
-    violations = check_source("x = 1\ndef broken(:\n")
+    violations = check_source("x = 1\ndef broken(:\n", "kernel.py", "nki-legacy")
     assert violations[0].line == 2
     assert violation_kind(violations) == "compile"
     assert violations[0].render("kernel.py").startswith("kernel.py line 2: SyntaxError")
@@ -78,8 +83,10 @@ def run(x):
 
 
 def test_a_triton_kernel_passes_in_its_own_dialect_only() -> None:
-    assert check_source(TRITON_KERNEL, dialect="triton") == []
-    refused = check_source(TRITON_KERNEL)  # as NKI: torch and triton are not NKI's
+    assert check_source(TRITON_KERNEL, "kernel.py", dialect="triton") == []
+    refused = check_source(
+        TRITON_KERNEL, "kernel.py", "nki-legacy"
+    )  # as NKI: torch and triton are not NKI's
     assert {v.problem for v in refused} >= {"import of 'torch' is not allowed"}
 
 
@@ -99,14 +106,14 @@ def test_a_triton_kernel_passes_in_its_own_dialect_only() -> None:
 )
 def test_triton_kernels_are_refused_the_doors_out(line: str, problem: str) -> None:
     source = TRITON_KERNEL.replace("    return out\n", f"    {line}\n    return out\n")
-    problems = [v.problem for v in check_source(source, dialect="triton")]
+    problems = [v.problem for v in check_source(source, "kernel.py", dialect="triton")]
     assert any(problem in p for p in problems), problems
 
 
 def test_triton_imports_outside_the_allow_list_are_refused() -> None:
     for statement in ("import os", "from torch import load", "import torch.utils"):
         source = f"{statement}\n" + TRITON_KERNEL
-        assert check_source(source, dialect="triton"), statement
+        assert check_source(source, "kernel.py", dialect="triton"), statement
 
 
 @pytest.mark.parametrize(
@@ -134,7 +141,8 @@ def test_triton_imports_outside_the_allow_list_are_refused() -> None:
     ],
 )
 def test_the_doors_without_underscores_are_refused(source: str, problem: str) -> None:
-    problems = [v.problem for v in check_source(source)]
+    dialect = detect_dialect(ast.parse(source), "kernel.py") or "nki-legacy"
+    problems = [v.problem for v in check_source(source, "kernel.py", dialect)]
     assert any(problem in p for p in problems), problems
 
 
@@ -167,7 +175,7 @@ def run(x, w):
 def test_torch_in_run_may_allocate_view_and_query_and_triton_may_compute() -> None:
     """Allocation, views and queries of torch in run(); anything Triton's own tensors do in
     @triton.jit bodies (`.to`, `.exp()`, `@`), which share names with torch's compute."""
-    assert check_source(TRITON_RUN, dialect="triton") == []
+    assert check_source(TRITON_RUN, "kernel.py", dialect="triton") == []
 
 
 @pytest.mark.parametrize(
@@ -190,7 +198,7 @@ def test_torch_in_run_may_allocate_view_and_query_and_triton_may_compute() -> No
 )
 def test_torch_compute_in_run_is_refused_with_the_line_and_the_op(line: str, problem: str) -> None:
     source = TRITON_RUN.replace("    return out\n", f"    {line}\n    return out\n")
-    violations = check_source(source, dialect="triton")
+    violations = check_source(source, "kernel.py", dialect="triton")
     assert [v.problem for v in violations if problem in v.problem], violations
     assert violations[0].line == source.splitlines().index(f"    {line}") + 1
     assert violation_kind(violations) == "rejected"
@@ -198,8 +206,8 @@ def test_torch_compute_in_run_is_refused_with_the_line_and_the_op(line: str, pro
 
 def test_a_task_that_allows_torch_compute_opens_no_other_door() -> None:
     compute = TRITON_RUN.replace("    return out\n", "    return torch.rsqrt(x @ w).sum(1)\n")
-    assert check_source(compute, dialect="triton", torch_compute=True) == []
-    assert check_source(compute, dialect="triton")
+    assert check_source(compute, "kernel.py", dialect="triton", torch_compute=True) == []
+    assert check_source(compute, "kernel.py", dialect="triton")
     for line, problem in [
         ("s = torch.cuda.Stream()", "`torch.cuda.Stream` is not allowed"),
         ("torch.cuda.synchronize = print", "`torch.cuda.synchronize` may not be replaced"),
@@ -208,7 +216,10 @@ def test_a_task_that_allows_torch_compute_opens_no_other_door() -> None:
         ("f = torch.overrides.TorchFunctionMode", "`torch.overrides` is not allowed"),
     ]:
         source = compute.replace("    return torch", f"    {line}\n    return torch")
-        problems = [v.problem for v in check_source(source, dialect="triton", torch_compute=True)]
+        problems = [
+            v.problem
+            for v in check_source(source, "kernel.py", dialect="triton", torch_compute=True)
+        ]
         assert any(problem in p for p in problems), (line, problems)
 
 
@@ -219,7 +230,9 @@ def test_a_tensor_subclass_hook_is_refused() -> None:
         "    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):\n"
         "        return func(*args)\n"
     )
-    problems = [v.problem for v in check_source(source, dialect="triton", torch_compute=True)]
+    problems = [
+        v.problem for v in check_source(source, "kernel.py", dialect="triton", torch_compute=True)
+    ]
     assert any("defining `__torch_dispatch__` is not allowed" in p for p in problems), problems
 
 
@@ -232,8 +245,7 @@ def test_a_tensor_subclass_hook_is_refused() -> None:
             "`typing.stdlib_re` is the module re, which a kernel may not use",
         ),
         ("from typing import stdlib_re", "`typing.stdlib_re` is the module re"),
-        ("import nki.language as nl\nf = nl.np.load", "nl.np is nkisim's own, not part of NKI"),
-        ("import nki.language as nl\nm = nl.current()", "nl.current is nkisim's own"),
+        ("import nki.language as nl\nf = nl.math.sqrt", "nl.math is nkisim's own, not part of NKI"),
         ("import neuronxcc.nki.isa as nisa\nm = nisa.ops", "nisa.ops is nkisim's own"),
         ("from numpy import ma\nf = ma.core.np.load", "`ma.core.np.load` is numpy's load"),
         ("from numpy import ma\nm = ma", "`ma` is the module numpy.ma, which a kernel may only"),
@@ -245,16 +257,41 @@ def test_chains_are_followed_on_the_real_modules_before_the_kernel_runs(
 ) -> None:
     """What no name list sees (check_resolved, in the kernel's child): where a chain really
     leads, with nkisim's NKI modules as a kernel sees them."""
-    assert check_source(source) == []  # no name list sees it
-    problems = [v.problem for v in check_resolved(source)]
+    dialect = detect_dialect(ast.parse(source), "kernel.py") or "nki-legacy"
+    assert check_source(source, "kernel.py", dialect) == []  # no name list sees it
+    problems = [v.problem for v in check_resolved(source, dialect)]
     assert any(problem in p for p in problems), problems
 
 
 @pytest.mark.usefixtures("shadow_modules")
 def test_the_suite_kernels_pass_the_resolved_check_too() -> None:
-    for folder in suite_tasks():
-        assert check_resolved((folder / "kernel.py").read_text()) == [], folder.name
+    for dialect in ("nki-legacy", "nki"):
+        for folder in suite_tasks(dialect=dialect):
+            source = (folder / "kernel.py").read_text()
+            assert check_resolved(source, dialect) == [], folder.name
     for folder in sorted(GPU_SUITE.iterdir()):
         if (folder / "kernel.py").is_file():
             source = (folder / "kernel.py").read_text()
             assert check_resolved(source, "triton") == [], folder.name
+
+
+@pytest.mark.parametrize(
+    ("source", "dialect", "problem"),
+    [
+        (
+            "import nki\nimport neuronxcc.nki.language as nl\n",
+            "nki",
+            "import of 'neuronxcc.nki.language' mixes legacy NKI (neuronxcc.nki) into a NKI "
+            "0.3-0.7 (the nki package) kernel (nki)",
+        ),
+        (
+            "import neuronxcc.nki as nki\nfrom nki import isa\n",
+            "nki-legacy",
+            "import from 'nki' mixes NKI 0.3-0.7 (the nki package) into a legacy NKI",
+        ),
+        ("import triton\n", "nki", "import of 'triton' mixes Triton (NVIDIA GPUs) into"),
+    ],
+)
+def test_a_kernel_mixing_dialects_is_told_which(source: str, dialect: str, problem: str) -> None:
+    problems = [v.problem for v in check_source(source, "kernel.py", dialect)]
+    assert any(problem in p for p in problems), problems

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from nkibench.benchmarks.nki import suite_tasks
+from nkibench.dialects import check_target
 from nkibench.errors import TaskError
 from nkibench.sandbox.reference import load_reference
 from nkibench.suites import GPU_SUITE
@@ -155,6 +156,14 @@ TILE = [128, 256]
         ),
         (
             {"toml": "backend = 'triton'\ndtype = 'float32'\n[roofline]\nbytes = 'M'"},
+            r"backend: the kernel is legacy NKI \(neuronxcc.nki\) \(its imports\), and the "
+            "triton backend runs triton kernels",
+        ),
+        (
+            {
+                "toml": "backend = 'triton'\ndialect = 'triton'\ndtype = 'float32'\n"
+                "[roofline]\nbytes = 'M'"
+            },
             "no module-level function named `run`",
         ),
         ({"toml": "allow_torch_compute = 'yes'"}, "allow_torch_compute: must be true or false"),
@@ -413,3 +422,80 @@ def test_the_reference_runs_with_the_shape_set_in_every_binding(tmp_path: Path) 
 def test_allow_torch_compute_is_read_for_triton_tasks() -> None:
     assert load_task(GPU_SUITE / "silu").allow_torch_compute is False
     assert load_task(DATA / "adversarial" / "tasks" / "silu_torch").allow_torch_compute is True
+
+
+CURRENT_KERNEL = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def kernel(x):
+    out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+    return out
+"""
+
+
+@pytest.mark.parametrize(
+    ("kernel", "toml", "dialect"),
+    [
+        (KERNEL, None, "nki-legacy"),
+        (CURRENT_KERNEL, None, "nki"),
+        (
+            KERNEL.replace("import neuronxcc.nki as nki", "from neuronxcc import nki"),
+            None,
+            "nki-legacy",
+        ),
+        # task.toml's dialect wins over the imports (the static check then judges them)
+        (KERNEL, 'dialect = "nki"', "nki"),
+        # a kernel that imports no kernel package takes its backend's first dialect
+        ("def kernel(x):\n    return x\n", None, "nki"),
+    ],
+)
+def test_the_dialect_comes_from_the_imports_unless_task_toml_names_it(
+    tmp_path: Path, kernel: str, toml: str | None, dialect: str
+) -> None:
+    assert load_task(make_task(tmp_path, kernel=kernel, toml=toml)).dialect == dialect
+
+
+def test_a_kernel_mixing_the_two_nki_dialects_is_refused_with_both_lines(tmp_path: Path) -> None:
+    mixed = CURRENT_KERNEL.replace("import nki\n", "import nki\nimport neuronxcc.nki.isa as old\n")
+    with pytest.raises(TaskError) as refused:
+        load_task(make_task(tmp_path, kernel=mixed))
+    message = refused.value.message
+    assert "kernel.py: mixes kernel dialects" in message
+    assert "NKI 0.3-0.7 (the nki package) (line 1)" in message
+    assert "legacy NKI (neuronxcc.nki) (line 2)" in message
+
+
+def test_an_unknown_dialect_in_task_toml_is_named(tmp_path: Path) -> None:
+    with pytest.raises(TaskError, match=r"task.toml: dialect: must be one of nki, nki-legacy"):
+        load_task(make_task(tmp_path, toml='dialect = "nki2"'))
+
+
+@pytest.mark.parametrize(
+    ("kernel", "target", "problem"),
+    [
+        (
+            CURRENT_KERNEL,
+            "trn1",
+            "a nki task (NKI 0.3-0.7 (the nki package)) runs on trn2 or trn3, not trn1",
+        ),
+        (
+            KERNEL,
+            "trn3",
+            "a nki-legacy task (legacy NKI (neuronxcc.nki)) runs on trn1 or trn2, "
+            "not trn3; port it to current NKI with accelopt port",
+        ),
+    ],
+)
+def test_a_dialect_on_a_target_it_does_not_run_on_is_refused(
+    tmp_path: Path, kernel: str, target: str, problem: str
+) -> None:
+    task = load_task(make_task(tmp_path, kernel=kernel))
+    for fine in {"nki": ("trn2", "trn3"), "nki-legacy": ("trn1", "trn2")}[task.dialect]:
+        check_target(task.dialect, fine, str(task.path))
+    with pytest.raises(TaskError) as refused:
+        check_target(task.dialect, target, str(task.path))
+    assert problem in refused.value.message

@@ -24,12 +24,17 @@ from nkibench.backend import Backend
 from nkibench.harness import check_kernel, profile_kernel
 from nkibench.result import KernelResult
 from nkibench.sandbox.process import Limits
-from nkibench.suites import GPU_SUITE, NKI_SUITE
+from nkibench.suites import GPU_SUITE, NKI_LEGACY_SUITE, NKI_SUITE
 from nkibench.task.spec import TaskSpec, load_task
 from tests.support import DATA
 
 CORPUS = DATA / "adversarial"
-TASK_ROOTS = {"nki": NKI_SUITE, "gpu": GPU_SUITE, "local": CORPUS / "tasks"}
+TASK_ROOTS = {
+    "nki": NKI_SUITE,
+    "nki_legacy": NKI_LEGACY_SUITE,
+    "gpu": GPU_SUITE,
+    "local": CORPUS / "tasks",
+}
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from nkibench.suites import NKI_SUITE as SUITE
+from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from tests.support import DATA
 from tests.support.llm_server import Reply, Request
 

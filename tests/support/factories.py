@@ -22,6 +22,7 @@ def source_changed(task: str, content_hash: str) -> KernelSourceChanged:
         task_dir=f"/kernels/{task}",
         content_hash=content_hash,
         files={"kernel.py": "k" + content_hash, "reference.py": "r" + content_hash},
+        dialect="nki-legacy",
     )
 
 
@@ -62,6 +63,7 @@ def profile(
             "task_source_hash": source_hash,
             "backend": backend,
             "target": target,
+            "dialect": "nki-legacy",
             "compiled": True,
             "correct": correct,
             "error_kind": None if correct else "incorrect",

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from daemon.service import Daemon, DaemonOptions
 from daemon.settings import Settings
 from events.codec import decode
-from nkibench.suites import NKI_SUITE
+from nkibench.suites import NKI_LEGACY_SUITE
 
 __all__ = ["TICK_S", "Running", "wait_for"]
 
@@ -51,7 +51,7 @@ class Running:
         self.code = self.daemon.run()
 
     def drop(self, name: str) -> None:
-        shutil.copytree(NKI_SUITE / name, self.watch / name)
+        shutil.copytree(NKI_LEGACY_SUITE / name, self.watch / name)
 
     def events(self, kind: type[Any], task: str) -> list[Any]:
         store = self.daemon.store

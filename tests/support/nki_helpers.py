@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+from nkibench.nkisim.current.frontend import (
+    install_shadow_modules as install_current_shadow_modules,
+)
 from nkibench.nkisim.frontend import install_shadow_modules
 from nkibench.nkisim.machine import Config
 from nkibench.nkisim.runtime import KernelRun, execute
@@ -28,7 +31,8 @@ SHADOW = ("neuronxcc", "nki")
 @pytest.fixture(scope="session")
 def shadow_modules() -> Iterator[None]:
     before = set(sys.modules)
-    install_shadow_modules()
+    install_shadow_modules()  # legacy NKI's names (neuronxcc.nki.*)
+    install_current_shadow_modules()  # current NKI's (nki.*)
     yield
     for name in set(sys.modules) - before:
         if name.split(".")[0] in SHADOW:
@@ -37,7 +41,7 @@ def shadow_modules() -> Iterator[None]:
 
 def run(body: str, *args: Any, config: Config | None = None, function: str = "kernel") -> KernelRun:
     source = PRELUDE + textwrap.dedent(body)
-    kernel = load_kernel(source, FILENAME, function)
+    kernel = load_kernel(source, FILENAME, function, "nki-legacy")
     return execute(kernel, list(args), config or Config(kernel_file=FILENAME))
 
 

@@ -1,6 +1,22 @@
-"""The `neuron` backend: real neuronx-cc and neuron-profile on a Trainium host."""
+"""The `neuron` backend: real Neuron compilers, profilers and a NeuronCore on a Trainium host,
+for legacy NKI (SDK 2.29 and older) and current NKI (the `nki` package, SDK 2.29 and later)."""
 
 from nkibench.backends.neuron.backend import NeuronBackend
-from nkibench.backends.neuron.detect import NeuronHost, detect_neuron
+from nkibench.backends.neuron.detect import (
+    CURRENT,
+    LEGACY,
+    NeuronHost,
+    detect_neuron,
+    dialect_refusal,
+    runnable_dialects,
+)
 
-__all__ = ["NeuronBackend", "NeuronHost", "detect_neuron"]
+__all__ = [
+    "CURRENT",
+    "LEGACY",
+    "NeuronBackend",
+    "NeuronHost",
+    "detect_neuron",
+    "dialect_refusal",
+    "runnable_dialects",
+]

@@ -1,13 +1,27 @@
-"""The neuron backend, parent side: real neuronx-cc and a real NeuronCore.
+"""The neuron backend, parent side: real Neuron compilers and a real NeuronCore.
+
+Which kernels it runs depends on the Neuron SDK found (detect.py): legacy NKI
+(`neuronxcc.nki`, SDK 2.29 and older), current NKI (the `nki` package, 0.3 and later, on
+trn2/trn3), or both (SDK 2.29 with NKI 0.3). `dialects` says which; each kernel takes its
+dialect's route:
+- legacy: `neuronxcc.nki.baremetal` compiles and runs it, `neuron-profile capture/view` time it
+  (phases.py);
+- current: `@nki.jit` on NumPy arrays compiles and runs it standalone, keeping the NEFF,
+  `neuron-explorer capture/view` profile it and nrtpy times it where an nrtpy interpreter is
+  known (current.py).
+A kernel of a dialect this SDK does not run is refused before any child starts, with the SDK
+named (a legacy kernel on SDK 2.30 or later would not compile).
 
 Each job is pinned to one NeuronCore through NEURON_RT_VISIBLE_CORES (it takes precedence
 over NEURON_RT_NUM_CORES). The children get the parent's PATH and NEURON_* variables, which
 hold tool locations and runtime settings, never secrets; everything else stays scrubbed.
-Compilation uses AccelOpt's options, so latencies compare with its published ones:
+Legacy compilation uses AccelOpt's options, so latencies compare with its published ones:
 `--auto-cast=none` keeps fp32 matmuls in fp32 (older neuronx-cc cast them to bf16 by
 default), `--logical-nc-config=1` compiles for one physical core, `--disable-dge` keeps DMA
-descriptors static. The address-space limit is off for these children: the Neuron runtime
-maps device memory into the process; the wall-clock timeout and the process-group kill stay.
+descriptors static. Current kernels run with LNC 1 too (`kernel(...)` is `kernel[1](...)`, and
+NEURON_LOGICAL_NC_CONFIG must match it). The address-space limit is off for these children:
+the Neuron runtime maps device memory into the process; the wall-clock timeout and the
+process-group kill stay.
 
 When asked (the default), the same kernel also runs under nkisim and its estimate is
 recorded beside the measurement, so the cost model's error is known for every kernel.
@@ -23,7 +37,15 @@ from types import MappingProxyType
 from typing import Any
 
 from nkibench.backend import COMPARE_PHASE, REFERENCE_PHASE, Phase, Session
-from nkibench.backends.neuron.detect import NeuronHost, detect_neuron, target_of_instance
+from nkibench.backends.neuron.detect import (
+    CURRENT,
+    LEGACY,
+    NeuronHost,
+    detect_neuron,
+    dialect_refusal,
+    runnable_dialects,
+    target_of_instance,
+)
 from nkibench.backends.nkisim.backend import KERNEL_PHASE as NKISIM_KERNEL_PHASE
 from nkibench.cost.model import DEPENDENCY_BOUND
 from nkibench.errors import BackendUnavailable, PhaseFailure
@@ -33,9 +55,11 @@ from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import Limits
 from nkibench.task.spec import TaskSpec
 
-__all__ = ["ACCELOPT_COMPILE_OPTIONS", "NeuronBackend"]
+__all__ = ["ACCELOPT_COMPILE_OPTIONS", "CURRENT_COMPILE", "NeuronBackend"]
 
 ACCELOPT_COMPILE_OPTIONS = "--disable-dge --logical-nc-config=1"
+CURRENT_COMPILE = "nki.jit standalone, LNC 1"
+"""What the fingerprint says of a current kernel's compilation (nki.jit takes no flags)."""
 ENGINE_ACTIVITY = {
     "tensor": "tensor_engine_active_time_percent",
     "vector": "vector_engine_active_time_percent",
@@ -43,10 +67,11 @@ ENGINE_ACTIVITY = {
     "gpsimd": "gpsimd_engine_active_time_percent",
     "dma": "dma_active_time_percent",
 }
+MEASURE_PHASES = {LEGACY: "measure", CURRENT: "measure_current"}
 
 
 def bound_by_activity(counters: dict[str, float]) -> str | None:
-    """The busiest engine by neuron-profile's active-time fractions."""
+    """The busiest engine by the profile's active-time fractions."""
     activity = {e: counters[k] for e, k in ENGINE_ACTIVITY.items() if k in counters}
     if not activity:
         return None
@@ -56,17 +81,21 @@ def bound_by_activity(counters: dict[str, float]) -> str | None:
 
 class NeuronBackend:
     name = "neuron"
-    dialects = frozenset({"nki"})
     phases = MappingProxyType(
         {
             "reference": REFERENCE_PHASE,
             "kernel": Phase("nkibench.backends.neuron.phases:kernel_phase", "kernel", True),
             "compare": COMPARE_PHASE,
             "measure": Phase("nkibench.backends.neuron.phases:measure_phase", "kernel", True),
+            "measure_current": Phase(
+                "nkibench.backends.neuron.current:measure_phase", "kernel", True
+            ),
             "estimate": Phase(NKISIM_KERNEL_PHASE.entry, "kernel", True),
         }
     )
-    """`estimate`: nkisim's kernel phase on the same kernel, for the cost model's error."""
+    """`kernel` runs the route of the kernel's dialect; `measure` times a legacy kernel,
+    `measure_current` a current one; `estimate`: nkisim's kernel phase on the same kernel,
+    for the cost model's error."""
     fresh_inputs = False
 
     def __init__(
@@ -82,9 +111,10 @@ class NeuronBackend:
         estimate: bool = True,
         host: NeuronHost | None = None,
         isolation: Isolation | None = None,
+        nrtpy_python: str | None = None,
     ) -> None:
         self.isolation = isolation or Isolation.detect()
-        self.host = host or detect_neuron()
+        self.host = host or detect_neuron(nrtpy_python=nrtpy_python)
         if core not in self.host.cores:
             raise BackendUnavailable(
                 f"NeuronCore {core} is not on this host (neuron-ls lists "
@@ -99,9 +129,17 @@ class NeuronBackend:
         if resolved is None:
             raise BackendUnavailable(
                 f"cannot tell the Trainium generation of instance type "
-                f"{self.host.instance_type!r}; pass --target trn1 or trn2"
+                f"{self.host.instance_type!r}; pass --target trn1, trn2 or trn3"
             )
         self.target = resolved
+        self.runs = runnable_dialects(self.host, resolved)
+        """The NKI dialects this SDK runs on this target, current NKI first."""
+        if not self.runs:
+            reasons = "; ".join(
+                r for d in (CURRENT, LEGACY) if (r := dialect_refusal(self.host, resolved, d))
+            )
+            raise BackendUnavailable(f"the neuron backend runs no NKI kernel here: {reasons}")
+        self.dialects = frozenset(self.runs)
         self.core = core
         self.iterations = iterations
         self.retries = retries
@@ -109,10 +147,19 @@ class NeuronBackend:
         self.compile_options = compile_options
         self.compile_timeout_s = compile_timeout_s
         self.with_estimate = estimate
+        self.dialect: str | None = None
+        """The dialect of the kernel this backend was last asked to run (one job each)."""
+        self.timer: str | None = None
+        """What timed it ("nrtpy", "neuron-explorer capture", "neuron-profile capture")."""
+
+    def refusal(self, dialect: str) -> str | None:
+        """Why this host does not run `dialect` kernels, naming the SDK (None: it does)."""
+        return dialect_refusal(self.host, self.target, dialect)
 
     def environment(self) -> dict[str, str]:
         passed = {k: v for k, v in os.environ.items() if k.startswith("NEURON_")}
         library_path = os.environ.get("LD_LIBRARY_PATH")
+        current = {"NEURON_LOGICAL_NC_CONFIG": "1"} if self.dialect == CURRENT else {}
         return {
             **passed,
             **({"LD_LIBRARY_PATH": library_path} if library_path else {}),
@@ -121,12 +168,16 @@ class NeuronBackend:
             "NEURON_RT_VISIBLE_CORES": str(self.core),
             "NEURON_CC_FLAGS": "--auto-cast=none",
             "NEURON_PLATFORM_TARGET_OVERRIDE": self.target,
+            **current,
         }
 
     def mounts(self) -> Mounts:
         """The NeuronCores' device nodes, /sys (the runtime reads the devices there), and the
-        toolchain: the Neuron tools' PATH and the compiler's Python packages."""
+        toolchain: the Neuron tools' PATH, the compilers' Python packages, and the
+        environment of the nrtpy interpreter."""
         tools = [*self.host.path.split(os.pathsep), *self.host.python_path, "/opt/aws/neuron"]
+        if self.host.nrtpy_python is not None:
+            tools.append(str(Path(self.host.nrtpy_python).parent.parent))
         return Mounts(
             devices=tuple(sorted(str(p) for p in Path("/dev").glob("neuron*"))),
             read_only=tuple(p for p in tools if p),
@@ -142,27 +193,44 @@ class NeuronBackend:
         )
 
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
-        return {
-            "compile_options": self.compile_options,
-            # in the outputs' folder: the one a kernel's child may write
-            "neff_path": str(Path(session.common["out_dir"]) / "kernel.neff"),
-            "ntff_path": str(Path(session.common["out_dir"]) / "kernel.ntff"),
-        }
+        dialect = session.task.dialect
+        self.dialect = dialect
+        refusal = self.refusal(dialect)
+        if refusal is not None:
+            # the real SDK would fail to compile it: a compile error the author can act on
+            raise PhaseFailure("compile", f"a {dialect} kernel: {refusal}")
+        out = Path(session.common["out_dir"])  # the folder a kernel's child may write
+        request: dict[str, Any] = {"route": dialect, "neff_path": str(out / "kernel.neff")}
+        if dialect == LEGACY:
+            request |= {
+                "compile_options": self.compile_options,
+                "ntff_path": str(out / "kernel.ntff"),
+            }
+        else:
+            request["inputs_dir"] = str(out / "profile_inputs")
+        return request
 
     def measure(self, session: Session, kernel: dict[str, Any]) -> None:
-        request = {
-            **self.kernel_request(session, True),
-            # the kernel phase's NEFF and trace, read-only: the measuring child writes only
-            # in its own folder
-            "artifacts_dir": session.common["out_dir"],
-            "profiler": self.host.profiler,
+        dialect = self.dialect or session.task.dialect
+        out = Path(session.common["out_dir"])
+        request: dict[str, Any] = {
+            # the kernel phase's NEFF (and trace, and inputs), read-only: the measuring child
+            # writes only in its own folder
+            "artifacts_dir": str(out),
+            "neff_path": str(out / "kernel.neff"),
+            "profiler": self.host.profiler(dialect),
             "iterations": self.iterations,
             "retries": self.retries,
             "spread_tolerance": self.spread_tolerance,
         }
-        measured = session.child("measure", request)
+        if dialect == LEGACY:
+            request["ntff_path"] = str(out / "kernel.ntff")
+        else:
+            request |= {"inputs": kernel.get("inputs", {}), "nrtpy_python": self.host.nrtpy_python}
+        measured = session.child(MEASURE_PHASES[dialect], request)
         if not measured["ok"]:
             raise PhaseFailure("measurement", measured["message"])
+        self.timer = measured.get("timer")
         result = session.result
         stats = measured["latency"]
         result.latency_ms = stats["mean"]
@@ -196,21 +264,26 @@ class NeuronBackend:
         }
 
     def peaks(self, target: str) -> Peaks | None:
-        return PEAKS[target]
+        return PEAKS.get(target)
 
     def resolve_target(self, requested: str) -> str:
         return self.target
 
     def fingerprint(self, target: str) -> dict[str, str]:
+        dialect = self.dialect or "+".join(self.runs)  # no kernel asked for: what it runs
         return {
             "backend": self.name,
             "target": self.target,
             "latency_kind": "measured",
+            "dialect": dialect,
+            "neuron_sdk": self.host.sdk_version or "unknown",
             "neuronx_cc": self.host.compiler_version,
+            "nki": self.host.nki_version or "none",
+            "timer": self.timer or "none",
             "instance_type": self.host.instance_type or "unknown",
             "neuron_devices": str(self.host.devices),
             "neuron_core": str(self.core),
-            "compile_options": self.compile_options,
+            "compile_options": CURRENT_COMPILE if dialect == CURRENT else self.compile_options,
             "accelopt": package_version("accelopt"),
             "python": platform.python_version(),
         }

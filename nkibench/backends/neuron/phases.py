@@ -1,32 +1,40 @@
 """The neuron backend's phases inside the sandboxed child (named in NeuronBackend.phases).
 
-kernel: compile and run the kernel on the device for every seed through the
+kernel: the route the parent chose for the kernel's dialect (request["route"]): current NKI
+  (nkibench.backends.neuron.current) or legacy NKI, below.
+legacy kernel: compile and run the kernel on the device for every seed through the
   documented legacy entry point `neuronxcc.nki.baremetal` (it returns the outputs as NumPy
-  arrays), keeping the first seed's NEFF and NTFF for the profile.
-measure: the profile summary of that first run (counters), then the latency:
+  arrays), keeping the first seed's NEFF and NTFF for the profile (Neuron SDK 2.29 and older).
+measure (legacy): the profile summary of that first run (counters), then the latency:
   `neuron-profile capture --profile-nth-exec=2` (one warm-up execution, then the traced one)
   repeated, each summarised by `neuron-profile view --output-format summary-json` for its
   `total_time`; repeated as a whole while the spread exceeds the tolerance (AccelOpt's rule).
-Nothing here imports neuronxcc until a phase runs, so the module loads anywhere.
+Nothing here imports neuronxcc or nki until a phase runs, so the module loads anywhere.
 """
 
 from __future__ import annotations
 
 import importlib
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from nkibench.backends.neuron.summary import SummaryError, latency_stats, parse_summary
+from nkibench.backends.neuron import current
+from nkibench.backends.neuron.detect import CURRENT
+from nkibench.backends.neuron.profiler import ProfilerFailed, summary, traced_ms
+from nkibench.backends.neuron.summary import SummaryError, best_latency
 from nkibench.sandbox.kernel import load_phase_kernel, run_error, save_outputs, seed_arguments
 
-__all__ = ["kernel_phase", "measure_phase"]
-
-PROFILER_TIMEOUT_S = 600
+__all__ = ["kernel_phase", "legacy_kernel_phase", "measure_phase"]
 
 
 def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
+    if request.get("route") == CURRENT:
+        return current.kernel_phase(request)
+    return legacy_kernel_phase(request)
+
+
+def legacy_kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
     try:
         # the real package (or a test double), never nkisim; imported only here
         nki = importlib.import_module("neuronxcc.nki")
@@ -67,76 +75,25 @@ def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "seeds": seeds, "warnings": [], "capacity": {}}
 
 
-class _ProfilerFailed(Exception):
-    pass
-
-
-def _profiler(profiler: str, *arguments: str) -> str:
-    try:
-        completed = subprocess.run(
-            [profiler, *arguments],
-            capture_output=True,
-            text=True,
-            timeout=PROFILER_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise _ProfilerFailed(f"neuron-profile {arguments[0]} did not run: {e}") from None
-    if completed.returncode != 0:
-        detail = (completed.stderr or completed.stdout).strip()[-500:]
-        raise _ProfilerFailed(
-            f"neuron-profile {arguments[0]} exited with status {completed.returncode}: {detail}"
-        )
-    return completed.stdout
-
-
-def _summary(profiler: str, neff: str, ntff: str) -> dict[str, float]:
-    text = _profiler(profiler, "view", "--output-format", "summary-json", "-n", neff, "-s", ntff)
-    return parse_summary(text)
-
-
-def _traced_run(profiler: str, neff: str, folder: Path, index: int) -> float:
-    """One traced execution (after a warm-up one); its total_time in ms."""
-    session = folder / f"run_{index}.ntff"
-    _profiler(
-        profiler,
-        "capture",
-        "-n",
-        neff,
-        "-s",
-        str(session),
-        "--profile-nth-exec=2",
-        "--ignore-exec-errors",
-    )
-    # With --profile-nth-exec=N the profiler inserts "_exec_N" before the suffix.
-    traced = session.with_name(f"{session.stem}_exec_2{session.suffix}")
-    found = traced if traced.exists() else session
-    if not found.exists():
-        raise _ProfilerFailed(
-            f"neuron-profile capture wrote neither {traced.name} nor {session.name}"
-        )
-    return _summary(profiler, neff, str(found))["total_time"] * 1e3
-
-
 def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
     profiler, neff = request["profiler"], request["neff_path"]
     folder = Path.cwd()
+    runs = int(request["iterations"])
     try:
-        counters = _summary(profiler, neff, request["ntff_path"])
-        best: dict[str, float] | None = None
-        attempts = 0
-        for attempt in range(1 + int(request["retries"])):
-            attempts = attempt + 1
-            times = [
-                _traced_run(profiler, neff, folder, attempt * 1000 + i)
-                for i in range(int(request["iterations"]))
-            ]
-            stats = latency_stats(times)
-            if best is None or stats["rel_spread"] < best["rel_spread"]:
-                best = stats
-            if stats["rel_spread"] <= float(request["spread_tolerance"]):
-                break
-    except (_ProfilerFailed, SummaryError) as e:
+        counters = summary(profiler, neff, request["ntff_path"])
+        best, attempts = best_latency(
+            lambda attempt: [
+                traced_ms(profiler, neff, folder, attempt * 1000 + i) for i in range(runs)
+            ],
+            int(request["retries"]),
+            float(request["spread_tolerance"]),
+        )
+    except (ProfilerFailed, SummaryError) as e:
         return {"ok": False, "kind": "measurement", "message": str(e), "line": 0}
-    assert best is not None
-    return {"ok": True, "counters": counters, "latency": best, "attempts": attempts}
+    return {
+        "ok": True,
+        "counters": counters,
+        "latency": best,
+        "attempts": attempts,
+        "timer": f"{Path(profiler).name} capture",
+    }

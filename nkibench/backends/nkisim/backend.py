@@ -10,7 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from nkibench.backend import COMPARE_PHASE, REFERENCE_PHASE, Phase, Session
+from nkibench.backend import (
+    COMPARE_PHASE,
+    REFERENCE_PHASE,
+    Phase,
+    Session,
+    refuse_other_dialects,
+)
 from nkibench.cost import MODEL_VERSION
 from nkibench.policy.provenance import package_version
 from nkibench.policy.roofline import PEAKS, Peaks
@@ -39,7 +45,7 @@ class NkisimBackend:
     """nkisim interprets the kernel; the cost model estimates its latency from the trace."""
 
     name = "nkisim"
-    dialects = frozenset({"nki"})
+    dialects = frozenset({"nki", "nki-legacy"})
     phases = MappingProxyType(
         {"reference": REFERENCE_PHASE, "kernel": KERNEL_PHASE, "compare": COMPARE_PHASE}
     )
@@ -71,6 +77,9 @@ class NkisimBackend:
 
     def peaks(self, target: str) -> Peaks | None:
         return PEAKS[target]
+
+    def refusal(self, dialect: str) -> str | None:
+        return refuse_other_dialects(self, dialect)
 
     def resolve_target(self, requested: str) -> str:
         return requested

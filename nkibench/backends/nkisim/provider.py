@@ -1,5 +1,5 @@
 """Opening the nkisim backend: one worker per listed CPU slot; the target is the Trainium
-generation whose costs the model uses (trn1 unless asked)."""
+generation whose costs the model uses (trn2 unless asked)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from nkibench.sandbox.isolation import Isolation
 
 __all__ = ["DEFAULT_TARGET", "open_backend"]
 
-DEFAULT_TARGET = "trn1"
+DEFAULT_TARGET = "trn2"
+"""Both NKI dialects run on it (current NKI: trn2 and trn3; legacy: trn1 and trn2)."""
 
 
 def open_backend(

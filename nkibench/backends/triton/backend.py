@@ -22,7 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from nkibench.backend import COMPARE_PHASE, Phase, PhaseOwner, Session
+from nkibench.backend import COMPARE_PHASE, Phase, PhaseOwner, Session, refuse_other_dialects
 from nkibench.errors import BackendUnavailable, PhaseFailure
 from nkibench.harness import fresh_seeds, profile_kernel, run_phase
 from nkibench.policy.provenance import Sourced, package_version
@@ -254,6 +254,9 @@ class TritonBackend:
 
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
         return {}
+
+    def refusal(self, dialect: str) -> str | None:
+        return refuse_other_dialects(self, dialect)
 
     def resolve_target(self, requested: str) -> str:
         return self.target

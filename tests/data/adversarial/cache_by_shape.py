@@ -1,6 +1,6 @@
 # dialect: nki-legacy
 # family: results cached across calls (by shape)
-# task: nki/silu
+# task: nki_legacy/silu
 # seeds: 0, 21
 # expect: incorrect
 # message: relative L2 error

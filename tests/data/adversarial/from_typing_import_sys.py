@@ -1,6 +1,6 @@
 # dialect: nki-legacy
 # family: escape: typing.sys.modules["os"]
-# task: nki/silu
+# task: nki_legacy/silu
 # expect: rejected
 # message: import of 'typing.sys' is not allowed
 # The same door through `from ... import`, which binds sys without writing `.sys`.

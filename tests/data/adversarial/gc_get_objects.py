@@ -1,6 +1,6 @@
 # dialect: nki-legacy
 # family: finding the expected output through gc
-# task: nki/silu
+# task: nki_legacy/silu
 # expect: rejected
 # message: import of 'gc' is not allowed
 import gc

@@ -1,6 +1,6 @@
 # dialect: nki-legacy
 # family: escape: reading /proc/<ppid>/environ
-# task: nki/silu
+# task: nki_legacy/silu
 # expect: rejected
 # message: `.loadtxt` (files, pickles, pointers or code from text) is not allowed
 # The daemon's environment may hold an API key; the sandbox's /proc shows only its own

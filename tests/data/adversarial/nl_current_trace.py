@@ -1,6 +1,6 @@
 # dialect: nki-legacy
 # family: patching the timer (nkisim's cost model)
-# task: nki/silu
+# task: nki_legacy/silu
 # expect: rejected
 # message: nl.current is nkisim's own, not part of NKI
 # The estimate comes from the simulator's instruction trace: a kernel that empties it would

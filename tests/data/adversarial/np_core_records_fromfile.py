@@ -1,6 +1,6 @@
 # dialect: nki-legacy
 # family: escape: read another file (np.core.records.fromfile)
-# task: nki/silu
+# task: nki_legacy/silu
 # expect: rejected
 # message: `.fromfile` (files, pickles, pointers or code from text) is not allowed
 import numpy as np

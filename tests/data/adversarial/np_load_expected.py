@@ -1,6 +1,6 @@
 # dialect: nki-legacy
 # family: escape: read another file (np.load of another path)
-# task: nki/silu
+# task: nki_legacy/silu
 # expect: rejected
 # message: `.load` (files, pickles or pointers) is not allowed
 import numpy as np

@@ -1,6 +1,6 @@
 # dialect: nki-legacy
 # family: escape: builtins held by a numpy module
-# task: nki/silu
+# task: nki_legacy/silu
 # expect: rejected
 # message: `.builtins` is the standard library's builtins module
 import numpy as np

@@ -1,6 +1,6 @@
 # dialect: nki-legacy
 # family: library fallback: NumPy compute inside an NKI kernel
-# task: nki/silu
+# task: nki_legacy/silu
 # expect: runtime
 # message: NumPy functions cannot run on NKI tensors
 import numpy as np

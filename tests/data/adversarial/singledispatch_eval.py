@@ -1,6 +1,6 @@
 # dialect: nki-legacy
 # family: escape: eval through functools.singledispatch
-# task: nki/silu
+# task: nki_legacy/silu
 # expect: rejected
 # message: `.singledispatch` (files, pickles, pointers or code from text) is not allowed
 # register() reads the handler's annotations with get_type_hints, which evaluates strings.

@@ -1,6 +1,6 @@
 # dialect: nki-legacy
 # family: escape: writing files
-# task: nki/silu
+# task: nki_legacy/silu
 # expect: rejected
 # message: `.tofile` (files, pickles, pointers or code from text) is not allowed
 # A file planted in the check's work directory could replace what the comparison reads.

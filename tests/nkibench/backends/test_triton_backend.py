@@ -9,7 +9,7 @@ from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.backends.triton.backend import TritonBackend
 from nkibench.errors import BackendUnavailable
 from nkibench.harness import check_kernel, profile_kernel
-from nkibench.suites import NKI_SUITE as SUITE
+from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from nkibench.task.spec import load_task
 from tests.support import DATA
 from tests.support.triton_helpers import GPU_TASKS, SILU, planted, triton_backend
@@ -96,7 +96,7 @@ def test_a_triton_task_needs_the_triton_backend(triton_backend: TritonBackend) -
     with pytest.raises(BackendUnavailable, match="a triton task; the nkisim backend"):
         check_kernel(load_task(SILU), backend=NkisimBackend())
     nki_task = load_task(SUITE / "silu")
-    with pytest.raises(BackendUnavailable, match="a nki task; the triton backend"):
+    with pytest.raises(BackendUnavailable, match="a nki-legacy task; the triton backend"):
         check_kernel(nki_task, backend=triton_backend)
 
 

@@ -1,6 +1,6 @@
-import neuronxcc.nki as nki
-import neuronxcc.nki.isa as nisa
-import neuronxcc.nki.language as nl
+import nki
+import nki.isa as nisa
+import nki.language as nl
 
 LR = 1e-3
 BETA1 = 0.9
@@ -12,34 +12,65 @@ WEIGHT_DECAY = 0.01
 @nki.jit
 def kernel(theta, grad, m, v):
     M, N = theta.shape
+    P = nl.tile_size.pmax  # 128 rows per tile
+    COLS = 1024  # columns per tile
+    assert N % COLS == 0
     out = nl.ndarray((M, N), dtype=theta.dtype, buffer=nl.shared_hbm)
-    cols = 1024
-    i_p = nl.arange(128)[:, None]
-    i_f = nl.arange(cols)[None, :]
-    # M need not be a multiple of 128: the last row tile is masked
-    for i in nl.affine_range((M + 127) // 128):
-        rows = i * 128 + i_p
-        valid = rows < M
-        for j in nl.affine_range(N // cols):
-            col = j * cols + i_f
-            t = nl.load(theta[rows, col], mask=valid)
-            g = nl.load(grad[rows, col], mask=valid)
-            m_t = nl.load(m[rows, col], mask=valid)
-            v_t = nl.load(v[rows, col], mask=valid)
-            t = nisa.tensor_scalar(data=t, op0=nl.multiply, operand0=1.0 - LR * WEIGHT_DECAY, mask=valid)
-            m_new = nl.add(
-                nl.multiply(m_t, BETA1, mask=valid), nl.multiply(g, 1.0 - BETA1, mask=valid), mask=valid
+    # M need not be a multiple of 128: the last row tile uses fewer partitions
+    for i in nl.affine_range((M + P - 1) // P):
+        rows = min(P, M - i * P)
+        r = nl.ds(i * P, rows)
+        for j in nl.affine_range(N // COLS):
+            c = nl.ds(j * COLS, COLS)
+            t = nl.ndarray((P, COLS), dtype=nl.float32, buffer=nl.sbuf)
+            g = nl.ndarray((P, COLS), dtype=nl.float32, buffer=nl.sbuf)
+            m_t = nl.ndarray((P, COLS), dtype=nl.float32, buffer=nl.sbuf)
+            v_t = nl.ndarray((P, COLS), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t[0:rows], src=theta[r, c])
+            nisa.dma_copy(dst=g[0:rows], src=grad[r, c])
+            nisa.dma_copy(dst=m_t[0:rows], src=m[r, c])
+            nisa.dma_copy(dst=v_t[0:rows], src=v[r, c])
+            # decayed parameter: theta * (1 - lr * wd)
+            nisa.tensor_scalar(
+                dst=t[0:rows], data=t[0:rows], op0=nl.multiply, operand0=1.0 - LR * WEIGHT_DECAY
             )
-            g2 = nl.multiply(g, g, mask=valid)
-            v_new = nl.add(
-                nl.multiply(v_t, BETA2, mask=valid), nl.multiply(g2, 1.0 - BETA2, mask=valid), mask=valid
+            # m' = beta1 * m + (1 - beta1) * g
+            m_new = nl.ndarray((P, COLS), dtype=nl.float32, buffer=nl.sbuf)
+            work = nl.ndarray((P, COLS), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_scalar(dst=m_new[0:rows], data=m_t[0:rows], op0=nl.multiply, operand0=BETA1)
+            nisa.tensor_scalar(
+                dst=work[0:rows], data=g[0:rows], op0=nl.multiply, operand0=1.0 - BETA1
             )
-            # sqrt(v / (1 - beta2)) + eps, then lr / (1 - beta1) * m / that
-            root = nisa.activation(op=nl.sqrt, data=v_new, scale=1.0 / (1.0 - BETA2), mask=valid)
-            denominator = nisa.tensor_scalar(data=root, op0=nl.add, operand0=EPS, mask=valid)
-            step = nl.multiply(m_new, nisa.reciprocal(denominator, mask=valid), mask=valid)
-            result = nl.subtract(
-                t, nl.multiply(step, LR / (1.0 - BETA1), mask=valid), mask=valid
+            nisa.tensor_tensor(
+                dst=m_new[0:rows], data1=m_new[0:rows], data2=work[0:rows], op=nl.add
             )
-            nl.store(out[rows, col], value=result, mask=valid)
+            # v' = beta2 * v + (1 - beta2) * g * g
+            v_new = nl.ndarray((P, COLS), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_tensor(dst=work[0:rows], data1=g[0:rows], data2=g[0:rows], op=nl.multiply)
+            nisa.tensor_scalar(
+                dst=work[0:rows], data=work[0:rows], op0=nl.multiply, operand0=1.0 - BETA2
+            )
+            nisa.tensor_scalar(dst=v_new[0:rows], data=v_t[0:rows], op0=nl.multiply, operand0=BETA2)
+            nisa.tensor_tensor(
+                dst=v_new[0:rows], data1=v_new[0:rows], data2=work[0:rows], op=nl.add
+            )
+            # 1 / (sqrt(v' / (1 - beta2)) + eps)
+            denom = nl.ndarray((P, COLS), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(
+                dst=denom[0:rows], op=nl.sqrt, data=v_new[0:rows], scale=1.0 / (1.0 - BETA2)
+            )
+            nisa.tensor_scalar(dst=denom[0:rows], data=denom[0:rows], op0=nl.add, operand0=EPS)
+            nisa.reciprocal(dst=denom[0:rows], data=denom[0:rows])
+            # theta' = decayed - lr / (1 - beta1) * m' / denom
+            nisa.tensor_tensor(
+                dst=work[0:rows], data1=m_new[0:rows], data2=denom[0:rows], op=nl.multiply
+            )
+            nisa.tensor_scalar(
+                dst=work[0:rows], data=work[0:rows], op0=nl.multiply, operand0=LR / (1.0 - BETA1)
+            )
+            result = nl.ndarray((P, COLS), dtype=out.dtype, buffer=nl.sbuf)
+            nisa.tensor_tensor(
+                dst=result[0:rows], data1=t[0:rows], data2=work[0:rows], op=nl.subtract
+            )
+            nisa.dma_copy(dst=out[r, c], src=result[0:rows])
     return out

@@ -1,23 +1,35 @@
-import neuronxcc.nki as nki
-import neuronxcc.nki.isa as nisa
-import neuronxcc.nki.language as nl
+import nki
+import nki.isa as nisa
+import nki.language as nl
 
 
 @nki.jit
 def kernel(lhs, rhs):
     B, M, K = lhs.shape
     _, _, N = rhs.shape
-    assert K <= nl.tile_size.pmax
+    TILE_M = nl.tile_size.gemm_stationary_fmax  # 128
+    TILE_N = 512  # one PSUM bank of float32
+    # the whole contraction fits on the partitions
+    assert K <= nl.tile_size.pmax and M % TILE_M == 0 and N % TILE_N == 0
     out = nl.ndarray((B, M, N), dtype=lhs.dtype, buffer=nl.shared_hbm)
-    TILE_M, TILE_N = 128, 512
     for b in nl.affine_range(B):
-        # the whole (K, N) right operand of this batch fits in SBUF: K partitions × N
-        rhs_tile = nl.load(rhs[b])
+        # this batch's right operand, [K partitions, N]
+        rhs_tile = nl.ndarray((K, N), dtype=rhs.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=rhs_tile, src=rhs[b])
         for m in nl.affine_range(M // TILE_M):
-            lhs_t = nl.load_transpose2d(lhs[b, m * TILE_M:(m + 1) * TILE_M, :])
+            rows = nl.ds(m * TILE_M, TILE_M)
+            lhs_tile = nl.ndarray((TILE_M, K), dtype=lhs.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=lhs_tile, src=lhs[b, rows, :])
+            # stationary operand: lhs rows transposed to [K, M] on TensorE
+            flipped = nl.ndarray((K, TILE_M), dtype=lhs.dtype, buffer=nl.psum)
+            nisa.nc_transpose(dst=flipped, data=lhs_tile)
+            lhs_t = nl.ndarray((K, TILE_M), dtype=lhs.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=lhs_t, src=flipped)
             row = nl.ndarray((TILE_M, N), dtype=out.dtype, buffer=nl.sbuf)
             for n in nl.affine_range(N // TILE_N):
-                acc = nisa.nc_matmul(lhs_t, rhs_tile[:, n * TILE_N:(n + 1) * TILE_N])
-                row[:, n * TILE_N:(n + 1) * TILE_N] = nl.copy(acc, dtype=out.dtype)
-            nl.store(out[b, m * TILE_M:(m + 1) * TILE_M, :], value=row)
+                cols = nl.ds(n * TILE_N, TILE_N)
+                acc = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
+                nisa.nc_matmul(dst=acc, stationary=lhs_t, moving=rhs_tile[:, cols])
+                nisa.tensor_copy(dst=row[:, cols], src=acc)
+            nisa.dma_copy(dst=out[b, rows, :], src=row)
     return out

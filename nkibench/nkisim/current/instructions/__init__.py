@@ -1,0 +1,1 @@
+"""nki.isa's instructions by engine; nkibench.nkisim.current.isa is the namespace kernels see."""
