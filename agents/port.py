@@ -182,7 +182,7 @@ class Porter:
                     result=None,
                     problem=str(e),
                 )
-                continue  # nothing to repair: the next attempt asks the executor again
+                continue  # the next attempt asks again for the same (the port, or its repair)
             result = check_kernel(
                 ported_task(task, source),
                 backend=self.backend,

@@ -230,12 +230,14 @@ def test_status(fresh_sqlite_url: Callable[[], str], accelopt: Callable[..., Run
     assert status["position"] == 5
     tasks = {t["task"]: t for t in status["tasks"]}
     assert tasks["silu"]["state"] == "removed"
+    assert tasks["rmsnorm"]["dialect"] == "nki-legacy"  # as its revision recorded it
     rms = tasks["rmsnorm"]["platforms"][0]
     assert (rms["baseline_ms"], rms["best_ms"], rms["speedup"]) == (2.0, 0.5, 4.0)
     assert rms["latency_kind"] == "estimated"
     human = accelopt("--db", url, "status")
     assert human.code == 0
     assert "4.00x" in human.out
+    assert "nki-legacy" in human.out
     assert "log: 5 events" in human.out
 
 

@@ -92,3 +92,43 @@ def test_every_legacy_suite_task_is_ported_verified_and_recorded(
     ]
     assert all(a.seeds == [0, 21, 42, 63, 84] for a in attempts)
     assert len(events_of(db, LLMCallCompleted)) == len(TASKS) + 1
+
+
+def test_a_port_that_never_verifies_is_not_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every answer wrong (one without code among them): the executor, then three fixer
+    repairs, each rejected and recorded; nothing is written; exit 1. A current-NKI task is
+    not ported at all (exit 2)."""
+
+    def always_wrong(request: Request) -> Reply:
+        if "/fixer/3" in request.call_id:
+            return Reply("I cannot port this kernel.")
+        return Reply(fenced(WRONG_SILU))
+
+    db = f"sqlite:///{tmp_path / 'accelopt.db'}"
+    folder = tmp_path / "silu"
+    shutil.copytree(NKI_LEGACY_SUITE / "silu", folder)
+    with running_llm(always_wrong) as llm:
+        llm_environment(monkeypatch, llm, db)
+        assert run_cli("db", "upgrade").code == 0
+        failed = run_cli("port", str(folder), "--to", "nki", "--target", "trn3", "--json")
+        current = run_cli(
+            "port", str(NKI_SUITE / "silu"), "--to", "nki", "--out", str(tmp_path / "x")
+        )
+    assert failed.code == 1, failed.err
+    answer = json.loads(failed.out)
+    assert (answer["ported"], answer["attempts"], answer["out_dir"]) == (False, 4, None)
+    assert not folder.with_name("silu_nki").exists()
+    attempts = events_of(db, PortAttempted)
+    assert [(a.role, a.error_kind) for a in attempts] == [
+        ("executor", "incorrect"),
+        ("fixer", "incorrect"),
+        ("fixer", "no_code"),  # the repair of the same failing port is asked for again
+        ("fixer", "incorrect"),
+    ]
+    [finished] = events_of(db, PortFinished)
+    assert (finished.outcome, finished.source_blob, finished.out_dir) == ("failed", None, None)
+    assert current.code == 2
+    assert "only legacy NKI (nki-legacy) kernels are ported" in current.err
+    assert not (tmp_path / "x").exists()

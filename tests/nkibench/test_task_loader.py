@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nkibench.benchmarks.nki import suite_tasks
-from nkibench.dialects import check_target
+from nkibench.dialects import check_target, needs_port
 from nkibench.errors import TaskError
 from nkibench.sandbox.reference import load_reference
 from nkibench.suites import GPU_SUITE
@@ -499,3 +499,21 @@ def test_a_dialect_on_a_target_it_does_not_run_on_is_refused(
     with pytest.raises(TaskError) as refused:
         check_target(task.dialect, target, str(task.path))
     assert problem in refused.value.message
+
+
+@pytest.mark.parametrize(
+    ("dialect", "target", "runs", "port"),
+    [
+        ("nki-legacy", "trn2", ("nki", "nki-legacy"), False),  # nkisim on trn2: runs both
+        ("nki-legacy", "trn3", ("nki", "nki-legacy"), True),  # Trainium3: current NKI only
+        ("nki-legacy", "trn2", ("nki",), True),  # a neuron backend on SDK >= 2.30
+        ("nki-legacy", "trn1", ("nki-legacy",), False),  # SDK <= 2.29 on trn1
+        ("nki-legacy", "trn1", ("nki",), False),  # current NKI cannot run on trn1 either
+        ("nki", "trn3", ("nki",), False),
+        ("triton", "trn3", ("nki",), False),
+    ],
+)
+def test_a_legacy_task_is_ported_only_where_legacy_cannot_run_and_current_can(
+    dialect: str, target: str, runs: tuple[str, ...], port: bool
+) -> None:
+    assert needs_port(dialect, target, runs) is port
