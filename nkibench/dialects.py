@@ -55,6 +55,10 @@ class Dialect:
     """The backend that runs it on any host (an interpreter: nkisim, or Triton's)."""
     targets: tuple[str, ...] = ()
     """The Trainium generations it runs on (empty: not a Trainium language, no target)."""
+    object_base: tuple[str, str] | None = None
+    """(module, class) of the dialect's base for kernel-side objects, where kernels may set
+    attributes on instances of their own classes (nkibench.sandbox.attributes); None: a kernel
+    sets no attribute at all."""
 
 
 LEGACY_NKI_MODULES = (
@@ -91,6 +95,7 @@ NKI = Dialect(
     shadow_front="nkibench.nkisim.current.frontend:install_shadow_modules",
     prompt_folder="nki",
     default_backend="nkisim",
+    object_base=("nki.language", "NKIObject"),  # NKI 0.7 configuration objects
 )
 TRITON_MODULES = (
     "torch",

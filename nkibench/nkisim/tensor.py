@@ -552,9 +552,13 @@ class NkiTensor:
         return self._binary(other, "greater_equal")
 
     def __eq__(self, other: Any) -> Any:
+        if other is None:  # `t == None` (current NKI refuses `is`): Python's identity answer
+            return NotImplemented
         return self._binary(other, "equal")
 
     def __ne__(self, other: Any) -> Any:
+        if other is None:
+            return NotImplemented
         return self._binary(other, "not_equal")
 
     __hash__ = object.__hash__

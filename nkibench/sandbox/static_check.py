@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 from nkibench.dialects import IMPORT_ROOTS, get_dialect
 from nkibench.errors import ErrorKind, KernelError
+from nkibench.sandbox.attributes import guarded_targets
 
 __all__ = [
     "FORBIDDEN_ATTRIBUTES",
@@ -421,6 +422,10 @@ class _Checker(ast.NodeVisitor):
         """Whether torch may compute outside @triton.jit functions."""
         self._receivers: set[int] = set()
         self._jit_depth = 0
+        self._object_writes: set[int] = set()
+        """Attribute targets the loader guards (nkibench.sandbox.attributes), where the
+        dialect lets kernels set attributes on their own objects."""
+        self._objects = get_dialect(dialect).object_base is not None
 
     def _flag(self, node: ast.AST, problem: str) -> None:
         self.violations.append(Violation(getattr(node, "lineno", 0), problem))
@@ -502,7 +507,12 @@ class _Checker(ast.NodeVisitor):
         forbidden = _forbidden_path(path) if path else None
         numpy_path = path is not None and path.split(".")[0] == "numpy"
         problem = _attribute_problem(node.attr, self.dialect)
-        if isinstance(node.ctx, ast.Store | ast.Del):
+        writable = (
+            id(node) in self._object_writes
+            and isinstance(node.value, ast.Name)
+            and node.value.id not in self.modules
+        )
+        if isinstance(node.ctx, ast.Store | ast.Del) and not writable:
             target = path or ast.unparse(node)
             self._flag(
                 node,
@@ -545,7 +555,20 @@ class _Checker(ast.NodeVisitor):
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self._matmul(node)
+        self._note_object_writes(node)
         self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self._note_object_writes(node)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._note_object_writes(node)
+        self.generic_visit(node)
+
+    def _note_object_writes(self, node: ast.stmt) -> None:
+        if self._objects:
+            self._object_writes.update(id(t) for t in guarded_targets(node))
 
     def _is_jit(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         for decorator in node.decorator_list:

@@ -27,6 +27,7 @@ from nkibench.nkisim.machine import Config
 from nkibench.nkisim.runtime import KernelRun, execute
 from nkibench.sandbox.kernel import run_error
 from nkibench.sandbox.loader import ImportBlocked, load_kernel
+from nkibench.sandbox.static_check import check_source
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "nki_current"
 rng = np.random.default_rng(11)
@@ -621,3 +622,138 @@ def kernel(data, indices):
     np.testing.assert_array_equal(scattered, expected)
     with pytest.raises(OutOfBounds, match="index range"):
         run_source(source, data, np.array([[3], [0], [16], [7]], dtype=np.uint32))
+
+
+CONFIGURED = (
+    PRELUDE
+    + """
+class Tiling(nl.NKIObject):
+    def __init__(self, rows, cols):
+        self.rows = rows
+        self.cols: int = cols
+        self.count = 0
+        self.count += 1
+
+
+class Plain:
+    pass
+
+
+@nki.jit
+def kernel(x):
+    tiling = Tiling(rows=x.shape[0], cols=x.shape[1])
+    extra = Plain()
+    extra.scale = first = 2.0
+    out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+    tile = nl.ndarray((tiling.rows, tiling.cols), x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x)
+    nisa.tensor_scalar(dst=tile, data=tile, op0=nl.multiply, operand0=extra.scale * tiling.count)
+    nisa.dma_copy(dst=out, src=tile)
+    return out
+"""
+)
+
+
+def test_a_kernel_sets_attributes_on_its_own_objects() -> None:
+    """NKI 0.7's configuration objects: `self.x = ...`, annotated and augmented writes, and
+    chained targets, through the loader's guarded write."""
+    assert check_source(CONFIGURED, "kernel.py", "nki") == []
+    x = randn(128, 64)
+    ran = run_source(CONFIGURED, x)
+    np.testing.assert_allclose(ran.outputs[0], 2.0 * x, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "victim",
+    [
+        "x",  # a tensor: nkisim's own object (its methods feed the cost model)
+        "nl.ndarray",  # a function of the simulator
+        "nl.tile_size",  # the simulator's constants
+        "nisa.engine",  # a class (patching one patches all its uses)
+    ],
+)
+def test_a_method_called_on_anything_but_the_kernels_objects_cannot_write(victim: str) -> None:
+    source = (
+        PRELUDE
+        + f"""
+class Patch:
+    def apply(self, value):
+        self.shape = value
+
+
+@nki.jit
+def kernel(x):
+    Patch.apply({victim}, 7)
+    return x
+"""
+    )
+    # the write is guarded, not refused (a module itself cannot even be passed: `nl` as a value
+    # is refused by the static check)
+    assert check_source(source, "kernel.py", "nki") == []
+    with pytest.raises(KernelError, match=r"`.shape` may be set only on objects of the kernel's"):
+        run_source(source, randn(128, 8))
+
+
+def test_attribute_writes_stay_refused_where_they_are_not_guarded() -> None:
+    for source, dialect in [
+        (PRELUDE + "nl.affine_range = range\n", "nki"),  # a module alias, statically
+        (PRELUDE + "class C:\n    def f(self):\n        del self.x\n", "nki"),
+        (PRELUDE + "def f(t):\n    for t.x in range(2):\n        pass\n", "nki"),
+        (
+            "import neuronxcc.nki as nki\nclass C:\n    def f(self):\n        self.x = 1\n",
+            "nki-legacy",
+        ),
+    ]:
+        problems = [v.problem for v in check_source(source, "kernel.py", dialect)]
+        assert any("may not be replaced" in p for p in problems), (source, problems)
+
+
+PYTHON_IDIOMS = PRELUDE + """
+@nki.jit
+def kernel(x, bias=None):
+    assert x != None and not (x == None)  # current NKI refuses `is None`; kernels write this
+    assert nisa.get_nc_version() >= nisa.nc_version.gen3
+    name = str(x.dtype)  # numpy loads its dtype module lazily, from the kernel's frame
+    out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+    row = nl.ndarray((1, x.shape[1]), x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row, src=x[0:1, :])
+    wide = nl.broadcast_to(row, (x.shape[0], x.shape[1]))  # the shape positional
+    nisa.dma_copy(dst=out, src=wide)
+    return out
+"""
+
+
+def test_python_idioms_of_real_kernels_run() -> None:
+    x = randn(128, 32)
+    ran = run_source(PYTHON_IDIOMS, x)
+    np.testing.assert_array_equal(ran.outputs[0], np.broadcast_to(x[0:1], x.shape))
+
+
+ACCUMULATE_FROM_K0 = PRELUDE + """
+@nki.jit
+def kernel(lhsT, rhs):
+    K, M = lhsT.shape
+    out = nl.ndarray((M, rhs.shape[1]), nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((M, rhs.shape[1]), nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(K // 128):
+        a = nl.ndarray((128, M), lhsT.dtype, buffer=nl.sbuf)
+        b = nl.ndarray((128, rhs.shape[1]), rhs.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a, src=lhsT[k * 128:(k + 1) * 128, :])
+        nisa.dma_copy(dst=b, src=rhs[k * 128:(k + 1) * 128, :])
+        nisa.nc_matmul(dst=acc, stationary=a, moving=b, accumulate=k > 0)
+    res = nl.ndarray(acc.shape, nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=acc)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+"""
+
+
+def test_accumulate_from_the_first_iteration_passes_the_order_check() -> None:
+    """`accumulate=(k > 0)` (the idiom AWS's skills teach) names which iteration starts the
+    sum; the backwards run must not take that for an order dependence."""
+    lhsT, rhs = randn(384, 64), randn(384, 96)
+    kernel = load_kernel(ACCUMULATE_FROM_K0, "<current kernel>", "kernel", "nki")
+    config = Config(target="trn2", kernel_file="<current kernel>")
+    first = execute(kernel, [lhsT, rhs], config)
+    np.testing.assert_allclose(first.outputs[0], lhsT.T @ rhs, rtol=1e-4, atol=1e-3)
+    _order_check(kernel, [lhsT, rhs], config, first, "kernel.py")  # raises OrderDependence

@@ -253,7 +253,6 @@ for _name in (
     "transpose",
     "load_transpose2d",
     "expand_dims",
-    "broadcast_to",
     "device_print",
 ):
     globals()[_name] = _current_form(getattr(_legacy, _name), _name)
@@ -288,6 +287,13 @@ def store(dst: Any, value: Any, **kwargs: Any) -> None:
     _refuse_mask("nl.store", kwargs)
     _state()
     _legacy.store(dst, value=value)
+
+
+def broadcast_to(x: Any, shape: Any, dtype: Any = None) -> _NkiTensor:
+    """The current signature: the shape positional or by keyword, and an optional dtype."""
+    _state()
+    result: _NkiTensor = _legacy.broadcast_to(x, shape=shape)
+    return result if dtype is None else result.astype(dtype)
 
 
 def no_reorder() -> _ContextManager[None]:

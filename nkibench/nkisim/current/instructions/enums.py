@@ -55,9 +55,32 @@ class matmul_perf_mode(_Enum):
 
 
 class nc_version(_Enum):
+    """NeuronCore versions, ordered (kernels branch on `get_nc_version() >= nc_version.gen3`)."""
+
     gen2 = 2
     gen3 = 3
     gen4 = 4
+
+    def _rank(self, other: Any) -> tuple[int, int]:
+        if not isinstance(other, nc_version):
+            raise TypeError(f"cannot compare nc_version with {type(other).__name__}")
+        return int(self.value), int(other.value)
+
+    def __lt__(self, other: Any) -> bool:
+        mine, theirs = self._rank(other)
+        return mine < theirs
+
+    def __le__(self, other: Any) -> bool:
+        mine, theirs = self._rank(other)
+        return mine <= theirs
+
+    def __gt__(self, other: Any) -> bool:
+        mine, theirs = self._rank(other)
+        return mine > theirs
+
+    def __ge__(self, other: Any) -> bool:
+        mine, theirs = self._rank(other)
+        return mine >= theirs
 
 
 class dma_engine(_Enum):

@@ -184,6 +184,11 @@ def _accumulate(
     earlier matmul wrote, None overwrites where no matmul wrote yet and adds elsewhere."""
     if accumulate is not None and not isinstance(accumulate, bool | np.bool_):
         raise _Violation(f"{api}: accumulate is True, False or None, got {accumulate!r}")
+    if machine.config.reverse_affine is not None:
+        # The order check runs affine loops backwards; `accumulate=(k > 0)` names the
+        # iteration that starts an accumulation, which is order by design: a sum is
+        # associative, so in the reordered run the first write overwrites wherever it lands.
+        accumulate = None
     if accumulate is False:
         return product, False
     marks = st.marks_of(target).reshape(product.shape)
