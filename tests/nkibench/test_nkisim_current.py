@@ -708,7 +708,9 @@ def test_attribute_writes_stay_refused_where_they_are_not_guarded() -> None:
         assert any("may not be replaced" in p for p in problems), (source, problems)
 
 
-PYTHON_IDIOMS = PRELUDE + """
+PYTHON_IDIOMS = (
+    PRELUDE
+    + """
 @nki.jit
 def kernel(x, bias=None):
     assert x != None and not (x == None)  # current NKI refuses `is None`; kernels write this
@@ -721,6 +723,7 @@ def kernel(x, bias=None):
     nisa.dma_copy(dst=out, src=wide)
     return out
 """
+)
 
 
 def test_python_idioms_of_real_kernels_run() -> None:
@@ -729,7 +732,9 @@ def test_python_idioms_of_real_kernels_run() -> None:
     np.testing.assert_array_equal(ran.outputs[0], np.broadcast_to(x[0:1], x.shape))
 
 
-ACCUMULATE_FROM_K0 = PRELUDE + """
+ACCUMULATE_FROM_K0 = (
+    PRELUDE
+    + """
 @nki.jit
 def kernel(lhsT, rhs):
     K, M = lhsT.shape
@@ -746,6 +751,7 @@ def kernel(lhsT, rhs):
     nisa.dma_copy(dst=out, src=res)
     return out
 """
+)
 
 
 def test_accumulate_from_the_first_iteration_passes_the_order_check() -> None:
