@@ -160,37 +160,14 @@ class Porter:
         self, task: TaskSpec, ident: str, stream: str, shapes: str
     ) -> tuple[str | None, KernelResult | None, int]:
         """Executor, then fixer repairs: the first verified source, the last result, and how
-        many attempts were made."""
+        many attempts were made. An answer without code is asked for again (the port, or the
+        repair of the same failing port)."""
         failing: tuple[str, KernelResult] | None = None
         last: KernelResult | None = None
         for attempt in range(1, self.fixes + 2):
             role = "executor" if failing is None else "fixer"
             call_id = f"{ident}/{role}/{attempt}"
-            try:
-                answer = self._ask(task, call_id, failing)
-                source = extract_code(
-                    answer.text, answer.finish_reason, CURRENT_HEADER, NKI.entry_points
-                )
-            except (LLMError, NoCode) as e:
-                self._attempted(
-                    stream=stream,
-                    ident=ident,
-                    attempt=attempt,
-                    role=role,
-                    call_id=call_id,
-                    source=None,
-                    result=None,
-                    problem=str(e),
-                )
-                continue  # the next attempt asks again for the same (the port, or its repair)
-            result = check_kernel(
-                ported_task(task, source),
-                backend=self.backend,
-                kernel_source=source,
-                shapes=shapes,
-                target=self.target,
-            )
-            last = result
+            source, result, problem = self._attempt(task, call_id, failing, shapes)
             self._attempted(
                 stream=stream,
                 ident=ident,
@@ -199,12 +176,40 @@ class Porter:
                 call_id=call_id,
                 source=source,
                 result=result,
-                problem=None,
+                problem=problem,
             )
+            if source is None or result is None:
+                continue
+            last = result
             if result.correct:
                 return source, result, attempt
             failing = (source, result)
         return None, last, self.fixes + 1
+
+    def _attempt(
+        self,
+        task: TaskSpec,
+        call_id: str,
+        failing: tuple[str, KernelResult] | None,
+        shapes: str,
+    ) -> tuple[str | None, KernelResult | None, str | None]:
+        """One answer and its verdict on every seed: (source, result, None), or (None, None,
+        why there is no code)."""
+        try:
+            answer = self._ask(task, call_id, failing)
+            source = extract_code(
+                answer.text, answer.finish_reason, CURRENT_HEADER, NKI.entry_points
+            )
+        except (LLMError, NoCode) as e:
+            return None, None, str(e)
+        result = check_kernel(
+            ported_task(task, source),
+            backend=self.backend,
+            kernel_source=source,
+            shapes=shapes,
+            target=self.target,
+        )
+        return source, result, None
 
     def _ask(
         self, task: TaskSpec, call_id: str, failing: tuple[str, KernelResult] | None
