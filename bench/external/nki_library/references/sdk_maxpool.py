@@ -1,0 +1,18 @@
+"""aws-neuron-sdk nki/examples index-case-3: 2x2 max-pool, [C, H, W] -> [C, H/2, W/2] (C <= 128)."""
+
+import numpy as np
+
+C = 128
+H = 64
+W = 64
+POOL = 2
+
+
+def get_inputs():
+    x = np.random.randn(C, H, W).astype(np.float32)
+    return [x]
+
+
+def forward(x):
+    c, h, w = x.shape
+    return x.reshape(c, h // POOL, POOL, w // POOL, POOL).max(axis=(2, 4))
