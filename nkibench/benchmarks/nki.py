@@ -239,7 +239,7 @@ def _measured_rows(folder: Path, threads: int | None) -> list[dict[str, Any]]:
             target=measured["target"],
             seeds=task.seeds[:1],
             order_check=False,  # our own kernels; tests/nkibench/test_cost_model.py checks them
-            threads=threads or os.cpu_count() or 1,
+            threads=threads or 1,  # see _ladder_rungs
         )
         rows.append(
             {
@@ -282,7 +282,9 @@ def _ladder_rungs(
             target=target,
             seeds=task.seeds[:1],
             order_check=False,  # our own kernels; tests/nkibench/test_cost_model.py checks them
-            # 128 x 512 tiles gain nothing from BLAS threads, and lose much when cores are busy
+            # one BLAS thread: nkisim's matmuls are 128 x 128 x 512, which a second thread does
+            # not speed up; with two, the legacy tutorial at full shapes took 117 s of CPU
+            # instead of 13 s (2 cores) and ran past its limit
             threads=threads or 1,
         )
         rows.append(
