@@ -3,6 +3,7 @@ each rejected with a typed error that names the kernel line."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -763,3 +764,26 @@ def test_accumulate_from_the_first_iteration_passes_the_order_check() -> None:
     first = execute(kernel, [lhsT, rhs], config)
     np.testing.assert_allclose(first.outputs[0], lhsT.T @ rhs, rtol=1e-4, atol=1e-3)
     _order_check(kernel, [lhsT, rhs], config, first, "kernel.py")  # raises OrderDependence
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "problem"),
+    [
+        ((128, 128), np.float32, "a 2-D src has 16 rows, not 128"),
+        ((16, 128), np.float32, "src is a 2-byte dtype, not 4-byte"),
+    ],
+)
+def test_a_hardware_dge_transpose_keeps_its_limits(
+    shape: tuple[int, int], dtype: Any, problem: str
+) -> None:
+    source = PRELUDE + f"""
+@nki.jit
+def kernel(x):
+    t = nl.ndarray(({shape[1]}, {shape[0]}), x.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=t, src=x, dge_mode=nisa.dge_mode.hwdge)
+    return x
+"""
+    with pytest.raises(ConstraintViolation, match=re.escape(problem)):
+        run_source(source, randn(*shape).astype(dtype))
+    fine = source.replace(", dge_mode=nisa.dge_mode.hwdge", "")  # the default mode has none
+    run_source(fine, randn(*shape).astype(dtype))

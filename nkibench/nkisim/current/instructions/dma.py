@@ -1,6 +1,5 @@
 """DMA instructions: dma_copy and dma_transpose (HBM and SBUF only, casts through float32)."""
 
-# The NKI API's own signatures: documented positional parameters.
 from __future__ import annotations
 
 import math
@@ -11,6 +10,7 @@ import numpy as np
 from nkibench.dtypes import is_float as _is_float
 from nkibench.nkisim.current import operands as _o
 from nkibench.nkisim.current.instructions.enums import (
+    DGE,
     OOB,
     dge_mode,
     engine,
@@ -84,6 +84,26 @@ _DMA_TRANSPOSES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 
 
 @_o.dst_first("nisa.dma_transpose")
+def _check_hardware_dge(api: str, shape: tuple[int, ...], itemsize: int) -> None:
+    """The Hardware-DGE transpose's own limits (the dma_transpose docs, "DMA Direct Transpose
+    Constraints")."""
+    first = shape[0]
+    if len(shape) == 2 and first != 16:
+        problem = f"a 2-D src has 16 rows, not {first}"
+    elif len(shape) > 2 and (first not in (1, 2, 4, 8, 16) or first * shape[-2] % 16):
+        problem = (
+            f"a {len(shape)}-D src has 1, 2, 4, 8 or 16 rows, and rows x shape[-2] a multiple "
+            f"of 16, not {list(shape)}"
+        )
+    elif shape[-1] > 128:
+        problem = f"src.shape[-1] is at most 128, not {shape[-1]}"
+    elif itemsize != 2:
+        problem = f"src is a 2-byte dtype, not {itemsize}-byte"
+    else:
+        return
+    raise _Violation(f"{api}: with dge_mode=hwdge (a Hardware DGE transpose) {problem}")
+
+
 def dma_transpose(
     dst: Any,
     src: Any,
@@ -107,6 +127,10 @@ def dma_transpose(
         raise _Violation(f"{api}: axes {tuple(axes)} is not supported; use {order}")
     if source.dtype != target.dtype:
         raise _Violation(f"{api}: src is {source.dtype} and dst is {target.dtype}; they match")
+    if dge_mode == DGE.hwdge:
+        _check_hardware_dge(api, values.shape, source.dtype.itemsize)
+    elif dge_mode not in (DGE.unknown, None):
+        raise _Violation(f"{api}: a direct transpose takes dge_mode unknown or hwdge")
     moved = np.ascontiguousarray(values.transpose(order))
     _same_count(api, target, source, moved.shape)
     out, picked = machine._target(target, api, None)

@@ -91,6 +91,7 @@ class dma_engine(_Enum):
 # The enums by other names: instructions' parameters share their names.
 CMD = reduce_cmd
 OOB = oob_mode
+DGE = dge_mode
 
 
 ENGINE_NAMES = {
