@@ -457,6 +457,32 @@ class Machine:
         tile.producer = instruction
         return tile
 
+    def write_result(
+        self,
+        target: NkiTensor | Access,
+        values: Array,
+        *,
+        op: str,
+        engine: str,
+        inputs: list[Read],
+        attrs: dict[str, Any] | None = None,
+    ) -> None:
+        """An instruction that computed `values` writing them into `target` (current NKI's
+        dst-first calls): what `result` then `assign` record, without the fresh tile between."""
+        what = f"write into `{target.alloc.name}`"
+        self._check_partitions(values.shape[0] if values.ndim else 1, op)
+        self._check_destination(engine, target, what)
+        out, picked = self._target(target, what, None)
+        self.trace.add(
+            op,
+            engine,
+            [(r.operand, r.block) for r in inputs],
+            (out, target.alloc.block_of(out.box)),
+            attrs=attrs,
+            line=self.line(),
+        )
+        self._store_values(target, values.reshape(target.shape), None, picked)
+
     def record(
         self,
         op: str,
@@ -566,7 +592,7 @@ class Machine:
             and value.alloc.readers <= 1
         )
         if fresh and producer is not None and isinstance(value, NkiTensor):
-            self._check_destination(producer, target, what)
+            self._check_destination(producer.engine, target, what)
             self.trace.forget(value.alloc.id)
             self.trace.set_output(producer, out, block)
         else:
@@ -576,21 +602,19 @@ class Machine:
             self.record(op, engine, [read] if read else [], (out, block))
         self._store_values(target, values, valid, picked)
 
-    def _check_destination(
-        self, producer: Instruction, target: NkiTensor | Access, what: str
-    ) -> None:
+    def _check_destination(self, engine: str, target: NkiTensor | Access, what: str) -> None:
         buffer = target.alloc.buffer
-        if producer.engine == "tensor" and buffer is not Buffer.PSUM:
+        if engine == "tensor" and buffer is not Buffer.PSUM:
             raise ConstraintViolation(
                 f"{what}: matmul results are written to PSUM; copy them to "
                 f"{buffer.value} with nl.copy"
             )
-        if producer.engine in ("vector", "scalar", "gpsimd") and not buffer.on_chip:
+        if engine in ("vector", "scalar", "gpsimd") and not buffer.on_chip:
             raise ConstraintViolation(
                 f"{what}: compute instructions write SBUF or PSUM, not {buffer.value}; "
                 "store results to HBM with nl.store"
             )
-        if producer.engine == "gpsimd" and buffer is Buffer.PSUM:
+        if engine == "gpsimd" and buffer is Buffer.PSUM:
             raise ConstraintViolation(f"{what}: the GpSimd engine cannot write PSUM")
 
     def update(self, target: NkiTensor | Access, value: Any, op: str) -> None:

@@ -164,18 +164,9 @@ def emit(
             "one element several times"
         )
     same_layout(api, dst, tuple(values.shape))
-    partitions, elements = per_partition(tuple(values.shape))
-    values = values.reshape(partitions, elements) if values.ndim != 2 else values
-    tile = machine.result(
-        values,
-        dst.dtype,
-        op=op,
-        engine=engine,
-        inputs=inputs,
-        buffer=dst.alloc.buffer if dst.alloc.on_chip else Buffer.SBUF,
-        attrs={"api": api, **(attrs or {})},
+    machine.write_result(
+        dst, values, op=op, engine=engine, inputs=inputs, attrs={"api": api, **(attrs or {})}
     )
-    machine.assign(dst, tile)
 
 
 def as_f32(values: Array) -> Array:

@@ -56,6 +56,12 @@ class CurrentState:
         else:
             self.psum_marks(target.alloc).reshape(-1)[flat_positions(target).reshape(-1)] = value
 
+    def marks_view(self, target: NkiTensor | Access) -> np.ndarray[Any, np.dtype[np.int8]]:
+        """The marks of `target`'s elements, to read (a view where it can be: no copy)."""
+        if isinstance(target, NkiTensor):
+            return self._view(target)
+        return self.marks_of(target)
+
     def marks_of(self, target: NkiTensor | Access) -> np.ndarray[Any, np.dtype[np.int8]]:
         if isinstance(target, NkiTensor):
             return self._view(target).copy()

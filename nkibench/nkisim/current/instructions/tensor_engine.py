@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from nkibench.nkisim.current import operands as _o
@@ -30,6 +31,11 @@ _Array = np.ndarray[Any, Any]
 # --- TensorE -------------------------------------------------------------------------------------
 
 _MATMUL_DTYPES = ("float8_e4m3", "float8_e4m3fn", "float8_e5m2", "bfloat16", "float16", "float32")
+_MATMUL_DTYPE_OBJECTS = frozenset(
+    np.dtype(getattr(ml_dtypes, name) if hasattr(ml_dtypes, name) else name)
+    for name in _MATMUL_DTYPES
+)
+"""The same as dtype objects: compared on every operand of every matmul."""
 
 
 def _matmul_operand(machine: _Machine, x: Any, api: str, role: str) -> _Read:
@@ -45,7 +51,7 @@ def _matmul_operand(machine: _Machine, x: Any, api: str, role: str) -> _Read:
             )
         )
     read = machine.read(tile, f"{api} {role}")
-    if str(read.values.dtype) not in _MATMUL_DTYPES and read.values.dtype != _F32:
+    if read.values.dtype not in _MATMUL_DTYPE_OBJECTS:
         raise _Violation(
             f"{api}: {role} has dtype {read.values.dtype}; TensorE multiplies fp8, bf16, fp16, "
             "tf32 or fp32 tiles"
@@ -191,8 +197,8 @@ def _accumulate(
         accumulate = None
     if accumulate is False:
         return product, False
-    marks = st.marks_of(target).reshape(product.shape)
-    onto = marks == _MATMUL
+    marks = st.marks_view(target)
+    onto = (marks == _MATMUL).reshape(product.shape)
     if accumulate:
         never = int(np.count_nonzero(marks == _NEVER))
         if never:
@@ -212,7 +218,8 @@ def _accumulate(
     if not onto.any():
         return product, False
     current = machine.read(target, f"{api} dst", tile=False, check=False).values
-    return np.where(onto, _o.as_f32(current).reshape(product.shape) + product, product), True
+    summed = _o.as_f32(current).reshape(product.shape) + product
+    return (summed if onto.all() else np.where(onto, summed, product)), True
 
 
 @_o.dst_first("nisa.nc_transpose")
