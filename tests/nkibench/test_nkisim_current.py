@@ -776,13 +776,16 @@ def test_accumulate_from_the_first_iteration_passes_the_order_check() -> None:
 def test_a_hardware_dge_transpose_keeps_its_limits(
     shape: tuple[int, int], dtype: Any, problem: str
 ) -> None:
-    source = PRELUDE + f"""
+    source = (
+        PRELUDE
+        + f"""
 @nki.jit
 def kernel(x):
     t = nl.ndarray(({shape[1]}, {shape[0]}), x.dtype, buffer=nl.sbuf)
     nisa.dma_transpose(dst=t, src=x, dge_mode=nisa.dge_mode.hwdge)
     return x
 """
+    )
     with pytest.raises(ConstraintViolation, match=re.escape(problem)):
         run_source(source, randn(*shape).astype(dtype))
     fine = source.replace(", dge_mode=nisa.dge_mode.hwdge", "")  # the default mode has none
