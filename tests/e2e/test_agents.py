@@ -115,7 +115,9 @@ def test_a_faster_kernel_is_promoted_and_reported(two_tasks: TwoTasks) -> None:
     fast = _candidate(two_tasks.db, agent_script.FAST)
     assert silu["promoted_candidate"] == fast
     assert silu["latency_kind"] == "estimated"
-    assert silu["speedup"] > 2.0
+    # one ScalarE sigmoid instead of exp, add and VectorE's reciprocal: estimated 1.77x on
+    # trn2, nkisim's default target (above 2x on trn1, where this test ran before)
+    assert silu["speedup"] > 1.5
     assert silu["best_latency_ms"] < silu["baseline_latency_ms"]
     promotions = [p for p in events_of(two_tasks.db, KernelPromoted) if p.task == "silu"]
     assert [p.candidate_id for p in promotions] == [fast]
