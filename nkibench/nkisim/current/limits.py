@@ -61,9 +61,7 @@ def limits_of(machine: Machine) -> Limits:
         pmax=128,
         psum_bank_bytes=bank,
         psum_banks=int(spec.psum_bytes_per_partition) // bank,
-        psum_tile_bytes=int(getattr(spec, "psum_tile_bytes", bank)),
-        sbuf_bytes_per_partition=int(spec.sbuf_bytes_per_partition),
-        matmul_dst_dtypes=tuple(
-            as_dtype(name) for name in getattr(spec, "matmul_psum_dtypes", ("float32",))
-        ),
+        psum_tile_bytes=spec.psum_tile_bytes,
+        sbuf_bytes_per_partition=spec.sbuf_bytes_per_partition,
+        matmul_dst_dtypes=tuple(as_dtype(name) for name in spec.matmul_psum_dtypes),
     )
