@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Box", "Instruction", "Operand", "Trace", "box_covers", "boxes_intersect"]
+__all__ = ["Box", "Instruction", "Operand", "Trace", "WriteLog", "box_covers", "boxes_intersect"]
 
 Box = tuple[tuple[int, int], ...]
 """Per dimension of an allocation, the [low, high) range an access may touch."""
@@ -88,12 +88,74 @@ class Instruction:
         }
 
 
+class WriteLog:
+    """The writes into one block of one allocation: each box written, with the instruction
+    that wrote it last, oldest first. Kernels mostly write a grid of disjoint tiles and read
+    back the very tiles they wrote; while no two boxes overlap, such a read finds its one
+    writer without a scan."""
+
+    __slots__ = ("disjoint", "writers")
+
+    def __init__(self) -> None:
+        self.writers: dict[Box, int] = {}
+        self.disjoint = True
+        """No two logged boxes overlap."""
+
+    def writers_of(self, target: Box, into: set[int]) -> None:
+        """Add the instructions whose writes `target` may see: newest first, down to a write
+        that covers it."""
+        writers = self.writers
+        if self.disjoint:
+            found = writers.get(target)
+            if found is not None:  # every other box is disjoint from this one
+                into.add(found)
+                return
+        for box, writer in reversed(writers.items()):
+            if box == target:
+                into.add(writer)
+                return
+            if boxes_intersect(box, target):
+                into.add(writer)
+                if box_covers(box, target):
+                    return
+
+    def record(self, box: Box, writer: int) -> None:
+        """`writer` wrote `box`: boxes it covers are forgotten, and it becomes the newest."""
+        writers = self.writers
+        if box in writers:
+            del writers[box]  # re-inserted below, as the newest
+            if not self.disjoint:
+                self._forget_covered(box)
+        elif writers:
+            overlaps = self._forget_covered(box)
+            self.disjoint = self.disjoint and not overlaps
+        writers[box] = writer
+        if len(writers) > WRITE_LOG_LIMIT:
+            del writers[next(iter(writers))]
+        if len(writers) == 1:
+            self.disjoint = True
+
+    def _forget_covered(self, box: Box) -> bool:
+        """Drop the boxes `box` covers; whether any box left overlaps it."""
+        covered: list[Box] = []
+        overlaps = False
+        for old in self.writers:
+            if boxes_intersect(box, old):
+                if box_covers(box, old):
+                    covered.append(old)
+                else:
+                    overlaps = True
+        for old in covered:
+            del self.writers[old]
+        return overlaps
+
+
 class Trace:
     """The recorded instructions and, per allocation, its writes and live ranges."""
 
     def __init__(self) -> None:
         self.instructions: list[Instruction] = []
-        self._writes: dict[int, dict[tuple[int, ...], list[tuple[Box, int]]]] = {}
+        self._writes: dict[int, dict[tuple[int, ...], WriteLog]] = {}
         """allocation → block coordinates (() for accesses not inside one block) → writes."""
         self.live: dict[int, dict[tuple[int, ...], list[int]]] = {}
         """allocation → block coordinates → [first instruction, last instruction]."""
@@ -108,16 +170,14 @@ class Trace:
         if not blocks:
             return
         target = operand.box
-        logs = list(blocks.values()) if not block else [blocks.get(block, []), blocks.get((), [])]
-        for log in logs:
-            for box, writer in reversed(log):
-                if box == target:  # the usual case: the tile that was written is read
-                    into.add(writer)
-                    break
-                if boxes_intersect(box, target):
-                    into.add(writer)
-                    if box_covers(box, target):
-                        break
+        if not block:
+            for log in blocks.values():
+                log.writers_of(target, into)
+            return
+        for key in (block, ()):
+            found = blocks.get(key)
+            if found is not None:
+                found.writers_of(target, into)
 
     def touch(self, operand: Operand, index: int, block: tuple[int, ...]) -> None:
         blocks = self.live.get(operand.alloc)
@@ -167,11 +227,11 @@ class Trace:
         instruction.output = operand
         self._deps(operand, block, instruction.deps)  # write after write
         instruction.deps.discard(instruction.index)
-        writes = self._writes.setdefault(operand.alloc, {}).setdefault(block, [])
-        writes[:] = [w for w in writes if not box_covers(operand.box, w[0])]
-        writes.append((operand.box, instruction.index))
-        if len(writes) > WRITE_LOG_LIMIT:
-            del writes[: len(writes) - WRITE_LOG_LIMIT]
+        blocks = self._writes.setdefault(operand.alloc, {})
+        log = blocks.get(block)
+        if log is None:
+            log = blocks[block] = WriteLog()
+        log.record(operand.box, instruction.index)
         self.touch(operand, instruction.index, block)
 
     def forget(self, alloc: int) -> None:

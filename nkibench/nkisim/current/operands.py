@@ -142,7 +142,10 @@ def read_tile(
 def _broadcast_view(dst: Tile) -> bool:
     if not isinstance(dst, NkiTensor):
         return False
-    return any(s == 0 and n > 1 for s, n in zip(dst.data.strides, dst.shape, strict=True))
+    strides = dst.data.strides
+    if 0 not in strides:  # the usual case, without a Python loop
+        return False
+    return any(s == 0 and n > 1 for s, n in zip(strides, dst.shape, strict=True))
 
 
 def emit(

@@ -25,48 +25,61 @@ NEVER_WRITTEN, VALUE_WRITTEN, MATMUL_WRITTEN = 0, 1, 2
 OOB_HINT = "bound the slice (e.g. min(n, start + 128)) or fix the number of tiles"
 
 
+Marks = np.ndarray[Any, np.dtype[np.int8]]
+
+
 @dataclass
 class CurrentState:
     limits: Limits
-    psum: dict[int, np.ndarray[Any, np.dtype[np.int8]]] = field(default_factory=dict)
+    psum: dict[int, int | Marks] = field(default_factory=dict)
     """Per PSUM allocation, per element: never written, written by a non-matmul instruction,
-    or written by a matmul (which later matmuls may accumulate onto)."""
+    or written by a matmul (which later matmuls may accumulate onto). One int while every
+    element has the same mark: most PSUM tiles are written whole, and a kernel's inner loop
+    then costs no per-element bookkeeping."""
     accumulators: dict[str, np.ndarray[Any, Any] | None] = field(default_factory=dict)
     """The reduce registers of ScalarE ("scalar") and VectorE ("vector"), one per partition."""
 
-    def psum_marks(self, alloc: Allocation) -> np.ndarray[Any, np.dtype[np.int8]]:
-        marks = self.psum.get(alloc.id)
-        if marks is None:
-            start = NEVER_WRITTEN if alloc.pending else VALUE_WRITTEN  # nl.zeros: initialised
-            marks = self.psum[alloc.id] = np.full(alloc.data.shape, start, dtype=np.int8)
-        return marks
+    def _stored(self, alloc: Allocation) -> int | Marks:
+        found = self.psum.get(alloc.id)
+        if found is None:
+            return NEVER_WRITTEN if alloc.pending else VALUE_WRITTEN  # nl.zeros: initialised
+        return found
 
-    def _view(self, target: NkiTensor) -> np.ndarray[Any, np.dtype[np.int8]]:
+    def _array(self, alloc: Allocation) -> Marks:
+        """The allocation's marks element by element (made so on the first partial write)."""
+        found = self._stored(alloc)
+        if isinstance(found, int):
+            found = self.psum[alloc.id] = np.full(alloc.data.shape, found, dtype=np.int8)
+        return found
+
+    def _view(self, target: NkiTensor) -> Marks:
         """The marks of a view's elements, laid out like the view (int8: strides in bytes
         are strides in elements)."""
-        flat = self.psum_marks(target.alloc).reshape(-1)
-        view: np.ndarray[Any, np.dtype[np.int8]] = np.lib.stride_tricks.as_strided(
+        flat = self._array(target.alloc).reshape(-1)
+        view: Marks = np.lib.stride_tricks.as_strided(
             flat[storage_offset(target) :], target.shape, storage_strides(target)
         )
         return view
 
     def mark(self, target: NkiTensor | Access, value: int) -> None:
+        alloc = target.alloc
         if isinstance(target, NkiTensor):
-            self._view(target)[...] = value
+            if target.box == alloc.full_box:
+                self.psum[alloc.id] = value
+            else:
+                self._view(target)[...] = value
         else:
-            self.psum_marks(target.alloc).reshape(-1)[flat_positions(target).reshape(-1)] = value
+            self._array(alloc).reshape(-1)[flat_positions(target).reshape(-1)] = value
 
-    def marks_view(self, target: NkiTensor | Access) -> np.ndarray[Any, np.dtype[np.int8]]:
-        """The marks of `target`'s elements, to read (a view where it can be: no copy)."""
+    def marks_view(self, target: NkiTensor | Access) -> int | Marks:
+        """The marks of `target`'s elements, to read: one int when they all agree because the
+        allocation was only ever marked whole, else an array (a view where it can be)."""
+        found = self._stored(target.alloc)
+        if isinstance(found, int):
+            return found
         if isinstance(target, NkiTensor):
             return self._view(target)
-        return self.marks_of(target)
-
-    def marks_of(self, target: NkiTensor | Access) -> np.ndarray[Any, np.dtype[np.int8]]:
-        if isinstance(target, NkiTensor):
-            return self._view(target).copy()
-        marks = self.psum_marks(target.alloc).reshape(-1)
-        return marks[flat_positions(target)]
+        return found.reshape(-1)[flat_positions(target)]
 
 
 def prepare(machine: Machine) -> CurrentState:

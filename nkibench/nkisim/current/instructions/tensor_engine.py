@@ -198,28 +198,39 @@ def _accumulate(
     if accumulate is False:
         return product, False
     marks = st.marks_view(target)
-    onto = (marks == _MATMUL).reshape(product.shape)
-    if accumulate:
+    if isinstance(marks, int):  # the whole tile carries one mark
+        onto: _Array | None = None
+        everywhere = somewhere = marks == _MATMUL
+        never = product.size if marks == _NEVER else 0
+        values_only = 0 if everywhere else product.size
+    else:
+        onto = (marks == _MATMUL).reshape(product.shape)
+        everywhere, somewhere = bool(onto.all()), bool(onto.any())
         never = int(np.count_nonzero(marks == _NEVER))
+        values_only = int(np.count_nonzero(~onto))
+    if accumulate:
         if never:
             raise _Violation(
                 f"{api}: accumulate=True onto {never} element(s) of PSUM `{target.alloc.name}` "
                 "that no matmul has written (undefined on hardware): the first matmul into a "
                 "PSUM location overwrites (accumulate=False, or leave accumulate=None)"
             )
-        values_only = int(np.count_nonzero(~onto))
         if values_only and st.limits.nc_version < 4:
             raise _Violation(
                 f"{api}: accumulate=True onto PSUM `{target.alloc.name}` initialised by a "
                 f"non-matmul instruction (memset, copy): undefined on NeuronCore-v"
                 f"{st.limits.nc_version}; start the accumulation with accumulate=False"
             )
-        onto = np.ones_like(onto)
-    if not onto.any():
+        everywhere = somewhere = True
+    if not somewhere:
         return product, False
-    current = machine.read(target, f"{api} dst", tile=False, check=False).values
-    summed = _o.as_f32(current).reshape(product.shape) + product
-    return (summed if onto.all() else np.where(onto, summed, product)), True
+    current = _o.as_f32(machine.read(target, f"{api} dst", tile=False, check=False).values)
+    current = current.reshape(product.shape)
+    if everywhere:
+        product += current  # the product is this call's own array
+        return product, True
+    assert onto is not None  # marks per element: some, not all, written by a matmul
+    return np.where(onto, current + product, product), True
 
 
 @_o.dst_first("nisa.nc_transpose")
