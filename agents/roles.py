@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agents.prompts import Prompts
+from nkibench.task.spec import defined_function
 
 __all__ = [
     "NO_OPTIMIZATION",
@@ -64,7 +65,7 @@ def extract_code(
             + (" (the answer hit the token limit)" if finish_reason == "length" else ""),
         )
     code = match.group(2).strip("\n") + "\n"
-    if not any(re.search(rf"^def {name}\s*\(", code, re.M) for name in functions):
+    if defined_function(code, functions) is None:
         raise NoCode("no_code", f"the code block defines no function named `{functions[0]}`")
     if not re.search(r"^(import|from) ", code, re.M):
         header = [

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from daemon.settings import Settings
 from events.catalog import DeviceCeilingsMeasured
 from nkibench.backends import OpenedBackend, open_backend
 from nkibench.sandbox.isolation import Isolation
@@ -91,6 +92,7 @@ def open_for_command(
     """Open `backend` on `devices`, its children in `isolation`, its per-device facts kept in
     `store`'s log (if any)."""
     memo = EventLogDeviceMemo(store) if store is not None else None
+    settings = Settings.load()
     return open_backend(
         backend,
         devices,
@@ -98,4 +100,5 @@ def open_for_command(
         require_device=require_device,
         memo=memo,
         isolation=isolation,
+        options={"nrtpy_python": str(settings.nrtpy_python or "")},
     )

@@ -64,7 +64,7 @@ from daemon.watcher import ObserverKind, TaskWatcher
 from daemon.workers import QueuedProfiler, Worker, WorkerPart
 from events.catalog import DaemonStarted, DaemonStopped, KernelSourceChanged
 from nkibench.backend import Backend
-from nkibench.backends import OpenedBackend, backend_info, open_backend
+from nkibench.backends import OpenedBackend, open_backend
 from nkibench.dialects import NKI, needs_port
 from nkibench.errors import TaskError
 from nkibench.policy.provenance import package_version
@@ -376,7 +376,7 @@ class Daemon:
 
     @property
     def dialects(self) -> tuple[str, ...]:
-        return backend_info(self.opened.name).dialects
+        return tuple(sorted(self.opened.dialects))
 
     def _ported(self, task: TaskSpec) -> TaskSpec:
         """A legacy-NKI task moved to current NKI (verified by nkisim on every seed) before its

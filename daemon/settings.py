@@ -209,6 +209,11 @@ class Settings(BaseSettings):
     """none: never bubblewrap, for a host where something else is the boundary (a container
     or VM per job); kernels then run behind the Python-level checks alone, said loudly."""
 
+    nrtpy_python: Path | None = None
+    """The neuron backend on a current SDK: the Python of an environment with nrtpy, which runs
+    NEFFs with our inputs (the nrtpy docs keep it apart from the nki wheel's environment).
+    Unset: nrtpy where the daemon's own Python has it, else neuron-explorer's own inputs."""
+
     daemon_store_patience_s: float = Field(default=300.0, gt=0)
     """How long the daemon waits out a failing database (locked, read-only, full, gone,
     restarting), retrying with backoff, before it stops with exit status 1."""

@@ -10,7 +10,7 @@ Adding a backend is its package, one entry below, and nothing else.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -109,6 +109,9 @@ class OpenedBackend:
 
     name: str
     target: str
+    dialects: frozenset[str]
+    """The kernel languages it runs here: a Neuron SDK runs current NKI, legacy NKI or both
+    (its version decides), so this is what the opened backend found, not the backend's list."""
     devices: Sequence[tuple[str, Callable[[], Backend]]] = field(default_factory=list)
     """(worker name, factory) per device, in the order asked for."""
 
@@ -126,6 +129,7 @@ class Provider(Protocol):
         require_device: bool,
         memo: DeviceMemo | None,
         isolation: Isolation,
+        options: Mapping[str, str],
     ) -> OpenedBackend: ...
 
 
@@ -137,12 +141,14 @@ def open_backend(
     require_device: bool = True,
     memo: DeviceMemo | None = None,
     isolation: Isolation | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> OpenedBackend:
     """Open backend `name` on `devices` of this host. `require_device=False` accepts a host
     without the device where the backend can still check kernels (Triton's interpreter);
     `memo` keeps what is measured once per device; `isolation` is the OS sandbox its children
-    run in (default: bubblewrap, or SandboxUnavailable). Raises BackendUnavailable with what
-    is missing."""
+    run in (default: bubblewrap, or SandboxUnavailable); `options` are the host's settings of
+    one backend (neuron: "nrtpy_python"), which the others ignore. Raises BackendUnavailable
+    with what is missing."""
     info = backend_info(name)
     if not devices:
         raise BackendUnavailable(f"the {name} backend needs at least one device")
@@ -154,4 +160,5 @@ def open_backend(
         require_device=require_device,
         memo=memo,
         isolation=isolation or Isolation.detect(),
+        options=options or {},
     )

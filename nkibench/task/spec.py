@@ -45,7 +45,7 @@ import os
 import re
 import stat
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,7 @@ __all__ = [
     "TASK_FILES",
     "TASK_NAME",
     "TaskSpec",
+    "defined_function",
     "folder_hash",
     "load_task",
     "name_problem",
@@ -159,16 +160,12 @@ class TaskSpec:
     def with_kernel(self, source: str, dialect: str) -> TaskSpec:
         """The task running another kernel written in `dialect` (a port to current NKI): the
         same reference, seeds, shapes and revision."""
-        entry = next(
-            (
-                name
-                for name in get_dialect(dialect).entry_points
-                if re.search(rf"^def {name}\s*\(", source, re.M)
-            ),
-            self.kernel_function,
-        )
+        entry = defined_function(source, get_dialect(dialect).entry_points)
         return dataclasses.replace(
-            self, dialect=dialect, kernel_source=source, kernel_function=entry
+            self,
+            dialect=dialect,
+            kernel_source=source,
+            kernel_function=entry or self.kernel_function,
         )
 
     @property
@@ -203,6 +200,12 @@ class TaskSpec:
         """vec_flops, mm_flops and bytes under a shape set (what task.toml declares)."""
         values = self.shape_values(shapes)
         return {key: float(evaluate(expr, values)) for key, expr in self.roofline.items()}
+
+
+def defined_function(source: str, names: Iterable[str]) -> str | None:
+    """The first of `names` that `source` defines at top level, found by text so that source
+    which does not parse (an LLM's answer, before the fixer) is still read."""
+    return next((n for n in names if re.search(rf"^def {re.escape(n)}\s*\(", source, re.M)), None)
 
 
 def folder_hash(files: Mapping[str, bytes]) -> str:

@@ -3,7 +3,7 @@ generation whose costs the model uses (trn2 unless asked)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 from nkibench.backend import Backend
@@ -26,6 +26,7 @@ def open_backend(
     require_device: bool,
     memo: DeviceMemo | None,
     isolation: Isolation,
+    options: Mapping[str, str],
 ) -> OpenedBackend:
     resolved = target or DEFAULT_TARGET
     if resolved not in GENERATIONS:
@@ -33,4 +34,6 @@ def open_backend(
             f"nkisim models {', '.join(sorted(GENERATIONS))}; there is no target {resolved!r}"
         )
     make: Callable[[], Backend] = partial(NkisimBackend, isolation=isolation)
-    return OpenedBackend("nkisim", resolved, [(f"cpu{d}", make) for d in devices])
+    return OpenedBackend(
+        "nkisim", resolved, NkisimBackend.dialects, [(f"cpu{d}", make) for d in devices]
+    )

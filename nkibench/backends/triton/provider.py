@@ -5,7 +5,7 @@ second run on the same GPU reads them back instead of measuring again."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from nkibench.backends import DeviceMemo, OpenedBackend
 from nkibench.backends.triton.backend import DeviceCeilings, TritonBackend
@@ -42,6 +42,7 @@ def open_backend(
     require_device: bool,
     memo: DeviceMemo | None,
     isolation: Isolation,
+    options: Mapping[str, str],
 ) -> OpenedBackend:
     if target is not None:
         raise BackendUnavailable(
@@ -55,4 +56,4 @@ def open_backend(
         if backend.host.gpu is not None:
             backend.ceilings = ceilings(backend, memo)
     workers = [(f"gpu{b.device}", b.replica) for b in backends]
-    return OpenedBackend("triton", backends[0].target, workers)
+    return OpenedBackend("triton", backends[0].target, backends[0].dialects, workers)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from daemon.backends import open_for_command
 from nkibench.backends.neuron import (
     CURRENT,
     LEGACY,
@@ -34,9 +35,11 @@ from nkibench.backends.neuron.summary import (
     latency_stats,
     parse_summary,
 )
+from nkibench.dialects import needs_port
 from nkibench.errors import BackendUnavailable, PhaseFailure
 from nkibench.harness import profile_kernel
 from nkibench.result import KernelResult
+from nkibench.sandbox.isolation import Isolation
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from nkibench.task.spec import load_task
 from tests.support import DATA
@@ -219,6 +222,26 @@ def test_nrtpy_is_found_beside_the_compiler_or_named(
             f"{_tools(tmp_path / 'bin', FLAVOURS['2.32'][1])}:{os.defpath}",
             nrtpy_python=str(tmp_path / "missing" / "python"),
         )
+
+
+@pytest.mark.parametrize(("sdk", "runs"), [("2.28", {"nki-legacy"}), ("2.32", {"nki"})])
+def test_the_opened_backend_runs_what_the_sdk_runs_with_the_nrtpy_setting(
+    sdk: str, runs: set[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the daemon serves and ports by: the dialects of the SDK found, not the backend's
+    list; and ACCELOPT_NRTPY_PYTHON reaches the detection."""
+    folders, tools = FLAVOURS[sdk]
+    for folder in folders:
+        monkeypatch.syspath_prepend(str(DOUBLE / folder))
+    monkeypatch.setenv("PATH", f"{_tools(tmp_path / 'bin', tools)}:{os.defpath}")
+    nrtpy = _nrtpy_interpreter(tmp_path / "nrtpy-env")
+    monkeypatch.setenv("ACCELOPT_NRTPY_PYTHON", str(nrtpy))
+    opened = open_for_command("neuron", ["0"], "trn2", None, isolation=Isolation.unsafe("test"))
+    assert opened.dialects == runs
+    backend = opened.first()
+    assert isinstance(backend, NeuronBackend)
+    assert backend.host.nrtpy_python == str(nrtpy)
+    assert needs_port("nki-legacy", opened.target, opened.dialects) == (runs == {"nki"})
 
 
 def test_a_core_the_host_lacks_is_refused(double_host: NeuronHost) -> None:
