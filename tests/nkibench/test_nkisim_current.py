@@ -471,6 +471,44 @@ def test_matmul_accumulate_modes(accumulate: str, target: str, factor: int, offs
     np.testing.assert_allclose(result.outputs[0], factor * (a.T @ b) + offset, rtol=1e-4, atol=1e-3)
 
 
+PSUM_HALVES = (
+    PRELUDE
+    + """
+@nki.jit
+def kernel(a, b):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    s = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.sbuf)
+    m = nl.ndarray((128, 128), dtype=b.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=a)
+    nisa.dma_copy(dst=m, src=b)
+    acc = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc[:, 0:64], stationary=s, moving=m[:, 0:64])
+    RIGHT_HALF
+    nisa.nc_matmul(dst=acc, stationary=s, moving=m, accumulate=ACCUMULATE)
+    o = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=o, src=acc)
+    nisa.dma_copy(dst=out, src=o)
+    return out
+"""
+)
+
+
+def test_matmul_accumulates_where_a_matmul_wrote_part_of_the_tile() -> None:
+    """PSUM written in parts keeps its marks per element: the whole-tile matmul adds onto the
+    half a matmul wrote and overwrites the half a memset wrote."""
+    a, b = randn(128, 128), randn(128, 128)
+    source = PSUM_HALVES.replace("RIGHT_HALF", "nisa.memset(dst=acc[:, 64:128], value=7.0)")
+    result = run_source(source.replace("ACCUMULATE", "None"), a, b)
+    product = a.T @ b
+    expected = np.concatenate([2 * product[:, :64], product[:, 64:]], axis=1)
+    np.testing.assert_allclose(result.outputs[0], expected, rtol=1e-4, atol=1e-3)
+    with pytest.raises(ConstraintViolation, match="initialised by a non-matmul instruction"):
+        run_source(source.replace("ACCUMULATE", "True"), a, b)
+    unwritten = PSUM_HALVES.replace("RIGHT_HALF", "pass").replace("ACCUMULATE", "True")
+    with pytest.raises(ConstraintViolation, match="onto 8192 element"):
+        run_source(unwritten, a, b)
+
+
 def test_views_slice_select_and_strict_reshape() -> None:
     x = randn(128, 4, 16)
     source = (
