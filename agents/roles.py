@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agents.prompts import Prompts
-from nkibench.task.spec import defined_function
+from nkibench.task.spec import defined_function, with_imports_of
 
 __all__ = [
     "NO_OPTIMIZATION",
@@ -67,12 +67,7 @@ def extract_code(
     code = match.group(2).strip("\n") + "\n"
     if defined_function(code, functions) is None:
         raise NoCode("no_code", f"the code block defines no function named `{functions[0]}`")
-    if not re.search(r"^(import|from) ", code, re.M):
-        header = [
-            line for line in parent_source.splitlines() if line.startswith(("import ", "from "))
-        ]
-        code = "\n".join(header) + "\n\n\n" + code
-    return code
+    return with_imports_of(code, parent_source)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import click
 from daemon.cli.agents import memory_group, optimize_command
 from daemon.cli.bench import bench
 from daemon.cli.context import AppContext
+from daemon.cli.fidelity import fidelity_command
 from daemon.cli.kernels import check_command, import_nkibench_command, profile_command
 from daemon.cli.log import db, events_command, replay_command, status_command
 from daemon.cli.port import port_command
@@ -48,6 +49,7 @@ def cli(ctx: click.Context, db_url: str | None, unsafe_sandbox: bool) -> None:
     ctx.obj = AppContext(Settings.load(), db_override=db_url, unsafe_sandbox=unsafe_sandbox)
 
 
+bench.add_command(fidelity_command)
 for command in (
     db,
     events_command,

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from nkibench.backends.nkisim.backend import NkisimBackend
-from nkibench.benchmarks.accelopt_baselines import ACCELOPT_TRN1_MS
+from nkibench.benchmarks.accelopt_measured import ACCELOPT_TRN1_MS
 from nkibench.cost import MODEL_VERSION
 from nkibench.harness import check_kernel, profile_kernel
 from nkibench.suites import CALIBRATION, NKI_LEGACY_SUITE, NKI_SUITE

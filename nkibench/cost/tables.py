@@ -24,7 +24,12 @@ from dataclasses import dataclass, fields
 
 from nkibench.policy.provenance import Sourced
 
-__all__ = ["GENERATIONS", "Generation"]
+__all__ = ["FITTED_TASKS", "GENERATIONS", "Generation"]
+
+FITTED_TASKS: frozenset[str] = frozenset()
+"""The NKIBench tasks whose measured trn1 profiles (AccelOpt's) some constant marked FITTED was
+fitted on: `accelopt bench fidelity` reports them apart from the predictions. At most half of
+the 14, and never an optimized sample."""
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,7 @@ __all__ = [
     "name_problem",
     "parse_source",
     "read_task_files",
+    "with_imports_of",
 ]
 
 KERNEL_FILE, REFERENCE_FILE, TOML_FILE = "kernel.py", "reference.py", "task.toml"
@@ -206,6 +207,15 @@ def defined_function(source: str, names: Iterable[str]) -> str | None:
     """The first of `names` that `source` defines at top level, found by text so that source
     which does not parse (an LLM's answer, before the fixer) is still read."""
     return next((n for n in names if re.search(rf"^def {re.escape(n)}\s*\(", source, re.M)), None)
+
+
+def with_imports_of(code: str, parent: str) -> str:
+    """`code`, headed by `parent`'s import lines where it has none of its own (a kernel body
+    written to run after its parent's imports: an LLM's answer, AccelOpt's samples)."""
+    if re.search(r"^(import|from) ", code, re.M):
+        return code
+    header = [line for line in parent.splitlines() if line.startswith(("import ", "from "))]
+    return "\n".join(header) + "\n\n\n" + code
 
 
 def folder_hash(files: Mapping[str, bytes]) -> str:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from nkibench.backends.nkisim.backend import NkisimBackend
-from nkibench.benchmarks.accelopt_baselines import ACCELOPT_TRN1_MS
+from nkibench.benchmarks.accelopt_measured import ACCELOPT_TRN1_MS
 from nkibench.benchmarks.nki import rank_correlation
 from nkibench.harness import profile_kernel
 from nkibench.policy.flop_count import compulsory_bytes, count_forward
