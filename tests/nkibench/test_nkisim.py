@@ -164,6 +164,51 @@ def test_nc_matmul_accumulates_in_psum_without_extra_instructions() -> None:
     assert not any(i.op == "tensor_tensor" for i in run_.trace.instructions)
 
 
+@pytest.mark.parametrize(
+    "accumulate",
+    [
+        "acc += nisa.nc_matmul(s, m)",
+        # AccelOpt's compiled NKIBench kernels: an arange-indexed block of a PSUM tensor
+        "acc3[1, nl.arange(128)[:, None], nl.arange(512)[None, :]] += nisa.nc_matmul(s, m)",
+        "acc3[1, :, :] += nisa.nc_matmul(s, m)",
+        # a gather of the same elements (a reversed index is no view)
+        "acc[nl.arange(128)[:, None], 511 - nl.arange(512)[None, :]] += nisa.nc_matmul(s, m)",
+    ],
+)
+def test_indexed_matmul_accumulation_is_no_copy(accumulate: str) -> None:
+    """`t[index] += matmul` reads t[index], accumulates in place and stores the view back onto
+    itself: no instruction, whatever the index (AccelOpt's trn1 profiles of kernels written
+    this way show no VectorE work)."""
+    lhs_t, rhs = randn(256, 128), randn(256, 512)
+    run_ = run(
+        f"""
+        @nki.jit
+        def kernel(lhs_t, rhs):
+            out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+            acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+            acc3 = nl.zeros((2, nl.par_dim(128), 512), nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(2):
+                rows = slice(k * 128, (k + 1) * 128)
+                s = nl.load(lhs_t[rows, :])
+                m = nl.load(rhs[rows, :])
+                {accumulate}
+            result = acc3[1] if "acc3" in {accumulate!r} else acc
+            nl.store(out, value=nl.copy(result))
+            return out
+        """,
+        lhs_t,
+        rhs,
+    )
+    expected = lhs_t.T @ rhs
+    if "511 -" in accumulate:
+        expected = expected[:, ::-1]
+    np.testing.assert_allclose(run_.outputs[0], expected, rtol=1e-4, atol=1e-4)
+    ops = [i.op for i in run_.trace.instructions]
+    assert ops.count("nc_matmul") == 2
+    vector = [i.op for i in run_.trace.instructions if i.engine == "vector"]
+    assert vector == ["tensor_copy"]  # only nl.copy(acc) out of PSUM
+
+
 def test_matmul_operand_rules() -> None:
     body = """
         @nki.jit
