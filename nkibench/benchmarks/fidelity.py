@@ -58,7 +58,7 @@ def _roofline_work(task: TaskSpec, measured: MeasuredProfile) -> Work | None:
     if not (ours / "task.toml").is_file():
         return None
     suite = load_task(ours)
-    values = {**suite.shape_values("full"), **measured.shape}
+    values = {**suite.shape_values("full"), **measured.shape}  # the suite's own constants too
     counts = {key: float(evaluate(expr, values)) for key, expr in suite.roofline.items()}
     return Work(counts["vec_flops"], counts["mm_flops"], counts["bytes"], "task.toml")
 
@@ -219,6 +219,12 @@ def run_fidelity_benchmark(
                 continue
             task = load_task(imported.path)
             measured = ACCELOPT_TRN1[task.name]
+            shape = {k: task.shape_values("full").get(k) for k in measured.shape}
+            if shape != measured.shape:
+                raise NkiBenchError(
+                    f"{nkibench}: {task.name} runs at {shape}, AccelOpt measured it at "
+                    f"{measured.shape}; the measurements compare only at their own shape"
+                )
             tasks[task.name] = task
             rows[task.name] = _row(
                 task, _profile(task, shapes, target), _roofline_work(task, measured)
