@@ -11,6 +11,7 @@ least 64.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from nkibench.cost.tables import Generation
@@ -48,9 +49,11 @@ class Cost:
 class CostTable:
     """A generation's constants turned into per-instruction costs."""
 
-    def __init__(self, generation: Generation) -> None:
+    def __init__(self, generation: Generation, resident: Collection[int] = ()) -> None:
         g = generation
         self.generation = g
+        self._resident = resident
+        """Loads served from SBUF (nkibench.cost.compiler): no transfer at all."""
         self._tensor_ns = 1 / g.tensor_ghz.value
         self._mm_init = g.matmul_init_cycles.value
         self._fp32_factor = g.fp32_matmul_factor.value
@@ -82,6 +85,8 @@ class CostTable:
         if engine == "tensor":
             return Cost(engine, t := self._tensor(instruction), t)
         if engine == "dma":
+            if instruction.index in self._resident:
+                return Cost("dma", 0.0, 0.0)
             return self._dma(instruction)
         return self._elementwise(instruction)
 

@@ -15,6 +15,8 @@ algorithmic flops), which this model does not copy because no document states it
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from nkibench.cost.costs import is_hbm
 from nkibench.cost.schedule import Schedule
 from nkibench.cost.tables import Generation
@@ -35,12 +37,18 @@ def pe_peak_flops(generation: Generation) -> float:
 
 
 def counters(
-    instructions: list[Instruction], plan: Schedule, generation: Generation
+    instructions: list[Instruction],
+    plan: Schedule,
+    generation: Generation,
+    resident: Collection[int] = (),
 ) -> dict[str, float]:
+    """`resident`: loads served from SBUF (nkibench.cost.compiler), which move no bytes."""
     moved = {f"{b}_{d}_bytes": 0.0 for b in ("hbm", "sbuf", "psum") for d in ("read", "write")}
     flops = transpose = 0.0
     dma_bytes = small = descriptors = 0.0
     for instruction, cost in zip(instructions, plan.costs, strict=True):
+        if instruction.index in resident:
+            continue
         for operand in instruction.inputs:
             moved[f"{_buffer_key(operand)}_read_bytes"] += operand.bytes
         if instruction.output is not None:
@@ -60,6 +68,7 @@ def counters(
             descriptors += cost.descriptors
     makespan = plan.makespan_ns
     seconds = makespan * 1e-9
+    transfers = plan.instructions["dma"] - len(resident)
     hbm = moved["hbm_read_bytes"] + moved["hbm_write_bytes"]
     peak = pe_peak_flops(generation)
     bandwidth = generation.hbm_bytes_per_ns_per_core.value * 1e9
@@ -71,12 +80,10 @@ def counters(
         "mm_arithmetic_intensity": (flops - transpose) / hbm if hbm else 0.0,
         "peak_flops_bandwidth_ratio": peak / bandwidth,
         "hfu_estimated_percent": flops / (seconds * peak) if seconds else 0.0,
-        "dma_transfer_count": float(plan.instructions["dma"]),
+        "dma_transfer_count": float(transfers),
         "dma_queue_count": float(plan.dma_queues),
         "dma_transfer_total_bytes": dma_bytes,
-        "dma_transfer_average_bytes": dma_bytes / plan.instructions["dma"]
-        if plan.instructions["dma"]
-        else 0.0,
+        "dma_transfer_average_bytes": dma_bytes / transfers if transfers else 0.0,
         # not in neuron-profile: descriptors (contiguous runs) and the share of bytes moved in
         # runs under 512 B, the feedback the DMA guide's efficiency rules call for
         "dma_descriptor_count": descriptors,

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from nkibench.cost.compiler import resident_loads
 from nkibench.cost.costs import CostTable
 from nkibench.cost.counters import counters
 from nkibench.cost.schedule import schedule
@@ -15,7 +16,7 @@ from nkibench.nkisim.trace import ENGINES, Instruction
 
 __all__ = ["MODEL_VERSION", "Estimate", "estimate"]
 
-MODEL_VERSION = "trn-cost-1"
+MODEL_VERSION = "trn-cost-2"
 """Bumped whenever a constant or a rule changes, so that estimates of different models are
 never compared as if they were the same measurement."""
 
@@ -84,8 +85,9 @@ def estimate(instructions: list[Instruction], target: str = "trn1") -> Estimate:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        plan = schedule(instructions, CostTable(generation).cost)
-        summary = counters(instructions, plan, generation)
+        resident = resident_loads(instructions, generation.sbuf_bytes_per_partition.value)
+        plan = schedule(instructions, CostTable(generation, resident).cost)
+        summary = counters(instructions, plan, generation, resident)
     finally:
         if collecting:
             gc.enable()

@@ -476,3 +476,66 @@ def test_target_specs_keep_one_bank_until_trn3_takes_the_whole_psum() -> None:
 def test_a_psum_tile_must_be_whole_banks_within_a_partition(tile: int) -> None:
     with pytest.raises(ValueError, match="whole banks"):
         TargetSpec("trnX", 1024, psum_tile_bytes=tile)
+
+
+# --- what the compiler does to loads (nkibench/cost/compiler.py) -------------------------------
+
+REPEATED_LOADS = """
+@nki.jit
+def kernel(x, y):
+    out = nl.ndarray((128, 1024), dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(4):
+        cols = slice(i * 256, (i + 1) * 256)
+        a = nl.load(x[:, cols])
+        SECOND_LOAD
+        nl.store(out[:, cols], value=nl.multiply(a, b))
+    return out
+"""
+
+
+def test_a_load_repeated_by_another_statement_is_served_from_sbuf() -> None:
+    x, y = randn(128, 1024), randn(128, 1024)
+    once = modelled(REPEATED_LOADS.replace("SECOND_LOAD", "b = a"), x, y)
+    twice = modelled(REPEATED_LOADS.replace("SECOND_LOAD", "b = nl.load(x[:, cols])"), x, y)
+    other = modelled(REPEATED_LOADS.replace("SECOND_LOAD", "b = nl.load(y[:, cols])"), x, y)
+    assert twice.counters["hbm_read_bytes"] == once.counters["hbm_read_bytes"] == 128 * 1024 * 4
+    assert twice.counters["dma_transfer_count"] == once.counters["dma_transfer_count"]
+    assert twice.busy_ns["dma"] == pytest.approx(once.busy_ns["dma"])
+    assert other.counters["hbm_read_bytes"] == 2 * once.counters["hbm_read_bytes"]
+
+
+def test_a_load_after_a_store_to_its_source_is_paid() -> None:
+    """The store may have changed what the first load read: the second load reads HBM again."""
+    body = """
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.shared_hbm)
+        a = nl.load(x)
+        nl.store(out, value=nl.exp(a))
+        b = nl.load(out)
+        c = nl.load(out)
+        nl.store(out, value=nl.add(b, c))
+        d = nl.load(out)
+        nl.store(out, value=nl.exp(d))
+        return out
+    """
+    run_ = modelled(body, randn(128, 512))
+    tile = 128 * 512 * 4
+    # x once, then `out` after the first store (c is b again), then after the second store
+    assert run_.counters["hbm_read_bytes"] == 3 * tile
+
+
+def test_a_load_repeated_by_its_loop_is_paid_every_time() -> None:
+    """The compiler hoists no loop-invariant load (the matmul tutorial's hoisting step is
+    measured to save time): the same statement loading the same tile again reads HBM again."""
+    body = """
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray((4, 128, 512), dtype=x.dtype, buffer=nl.shared_hbm)
+        for i in nl.affine_range(4):
+            a = nl.load(x)
+            nl.store(out[i], value=nl.exp(a))
+        return out
+    """
+    run_ = modelled(body, randn(128, 512))
+    assert run_.counters["hbm_read_bytes"] == 4 * 128 * 512 * 4
