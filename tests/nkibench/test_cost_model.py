@@ -346,15 +346,18 @@ def test_an_unknown_target_is_an_error() -> None:
 
 def test_every_source_names_a_listed_document_or_says_what_it_is() -> None:
     """A source starts with a key of the tables' docstring (ARCH3, CHIP3, ...), or says it is an
-    ASSUMPTION, CALIBRATED or derived: a citation of an unlisted document fails here."""
+    ASSUMPTION, CALIBRATED, FITTED or derived: a citation of an unlisted document fails here;
+    a FITTED constant names a task of FITTED_TASKS, the data it was fitted on."""
     keys = set(re.findall(r"^- (\w+):", tables.__doc__ or "", flags=re.MULTILINE))
     assert {"ARCH3", "CORE3", "CHIP3", "ISA4"} <= keys
-    kinds = keys | {"ASSUMPTION", "CALIBRATED", "derived"}
+    kinds = keys | {"ASSUMPTION", "CALIBRATED", "FITTED", "derived"}
     for generation in GENERATIONS.values():
         for name, entry in generation.constants().items():
             source = str(entry["source"])
             first_word = re.split(r"\W", source, maxsplit=1)[0]
             assert first_word in kinds, (generation.name, name, source)
+            if first_word == "FITTED":
+                assert any(task in source for task in tables.FITTED_TASKS), source
 
 
 def test_trn3_numbers_are_the_documented_ones_and_the_rest_say_assumption() -> None:
