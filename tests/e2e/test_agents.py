@@ -115,9 +115,10 @@ def test_a_faster_kernel_is_promoted_and_reported(two_tasks: TwoTasks) -> None:
     fast = _candidate(two_tasks.db, agent_script.FAST)
     assert silu["promoted_candidate"] == fast
     assert silu["latency_kind"] == "estimated"
-    # one ScalarE sigmoid instead of exp, add and VectorE's reciprocal: estimated 1.77x on
-    # trn2, nkisim's default target (above 2x on trn1, where this test ran before)
-    assert silu["speedup"] > 1.5
+    # one ScalarE sigmoid instead of exp, add and VectorE's reciprocal: estimated 1.29x on
+    # trn2, nkisim's default target, by trn-cost-2 (1.77x by trn-cost-1, whose reciprocal
+    # cost 8 cycles an element where silu's trn1 profile shows under 2)
+    assert silu["speedup"] > 1.2
     assert silu["best_latency_ms"] < silu["baseline_latency_ms"]
     promotions = [p for p in events_of(two_tasks.db, KernelPromoted) if p.task == "silu"]
     assert [p.candidate_id for p in promotions] == [fast]
