@@ -42,6 +42,7 @@ from agents.search.tunables import variants
 from events.catalog import ExperienceSummarized, PlanProposed, ProfileRecorded, RejectReason
 from events.codec import decode
 from events.projection import fold
+from nkibench.cost.caveats import caveats
 from nkibench.task.spec import TaskSpec
 
 __all__ = [
@@ -154,6 +155,8 @@ def _planner_profile(profile: ProfileRecorded) -> dict[str, Any]:
         "hot_lines": profile.hot_lines,
     }
     shown.update({k: profile.counters[k] for k in PROFILE_FIELDS if k in profile.counters})
+    if profile.latency_kind == "estimated" and profile.backend == "nkisim":
+        shown["estimate_caveats"] = caveats(profile.counters)  # the Trainium cost model's
     return shown
 
 

@@ -11,12 +11,15 @@ from agents.memory import MemoryProjection, MemoryState, shown_to_planner
 from agents.prompts import PromptError, Prompts
 from agents.roles import NoCode, extract_code, parse_lesson
 from agents.search.selection import Measured, Pair, select_beam, select_lessons
+from agents.search.steps import _planner_profile
 from agents.search.tunables import variants
 from daemon.settings import Settings, SettingsError
 from events.catalog import ExperienceSummarized
 from events.envelope import Envelope
 from events.projection import fold
+from nkibench.cost.caveats import ENGINE_SPLIT, REREADS, SPILLS
 from nkibench.task.operators import operators, similarity
+from tests.support.factories import profile
 
 PARENT = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n\n\ndef kernel(x):\n"
 
@@ -256,3 +259,17 @@ def test_llm_settings_per_role(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACCELOPT_LLM_ROLES", '{"planner": {"colour": "red"}}')
     with pytest.raises(SettingsError, match="unknown keys"):
         Settings().llm_config()
+
+
+def test_the_planner_is_told_where_an_estimate_is_weak() -> None:
+    """An estimated NKI profile carries the cost model's known weaknesses that apply to it; a
+    measured one carries none."""
+
+    def shown(peak: float, **extra: object) -> dict[str, object]:
+        counters = {"sbuf_peak_bytes_per_partition": peak, "sbuf_bytes_per_partition": 196608.0}
+        return _planner_profile(profile("silu", "h", counters=counters, **extra))
+
+    assert shown(200704.0)["estimate_caveats"] == [ENGINE_SPLIT, SPILLS]
+    assert shown(190000.0)["estimate_caveats"] == [ENGINE_SPLIT, REREADS]
+    assert shown(16512.0)["estimate_caveats"] == [ENGINE_SPLIT]
+    assert "estimate_caveats" not in shown(200704.0, backend="neuron")

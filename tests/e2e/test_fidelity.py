@@ -32,9 +32,7 @@ def _nkibench_tree(root: Path) -> Path:
             "cases": {
                 "0": {
                     "values": ACCELOPT_TRN1[name].shape,
-                    "impls": [
-                        {"task": f"./reference/{name}.py", "kernel": f"./kernels/{name}.py"}
-                    ],
+                    "impls": [{"task": f"./reference/{name}.py", "kernel": f"./kernels/{name}.py"}],
                 }
             }
         }

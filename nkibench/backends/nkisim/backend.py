@@ -74,6 +74,10 @@ class NkisimBackend:
 
     def measure(self, session: Session, kernel: dict[str, Any]) -> None:
         apply_estimate(session.result, kernel["estimate"])
+        capacity = kernel.get("capacity") or {}
+        if "sbuf_peak_bytes" in capacity:  # what the estimate's caveats are judged by
+            session.result.counters["sbuf_peak_bytes_per_partition"] = capacity["sbuf_peak_bytes"]
+            session.result.counters["sbuf_bytes_per_partition"] = capacity["sbuf_limit_bytes"]
 
     def peaks(self, target: str) -> Peaks | None:
         return PEAKS[target]

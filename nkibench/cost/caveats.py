@@ -1,0 +1,45 @@
+"""Where the cost model's estimates are known to be weak, said beside the estimate to whoever
+reads it (the planner receives these with the counters, so that it does not optimise against
+a blind spot of the model).
+
+Each caveat comes from `accelopt bench fidelity`: the model against AccelOpt's measured trn1
+profiles of its own NKIBench kernels (bench/RESULTS.md has the figures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["ENGINE_SPLIT", "REREADS", "SPILLS", "caveats"]
+
+ENGINE_SPLIT = (
+    "vector_engine_active_time_percent and scalar_engine_active_time_percent: the model puts "
+    "element-wise work on VectorE where the compiler moves part of it to ScalarE (measured "
+    "ScalarE busy 1-7 ms on kernels estimated at 0-1.5 ms), so do not read an idle ScalarE as "
+    "free capacity or a busy VectorE as certain"
+)
+SPILLS = (
+    "latency: more SBUF is live at once than a partition holds, so the compiler spills to HBM; "
+    "the model does not charge spills (measured 0.1-3 GB of spill traffic on such kernels), so "
+    "the real latency is likely higher and cutting live SBUF likely pays more than estimated"
+)
+REREADS = (
+    "hbm_read_bytes: SBUF is nearly full, and under such pressure the hardware re-reads inputs "
+    "the model reads once (measured 9.06 GB against 1.26 GB estimated on a matmul at 96%): "
+    "smaller tiles or fewer live buffers may pay more than estimated"
+)
+PRESSURE = 0.9
+"""Live SBUF over this share of a partition: re-reads are likely."""
+
+
+def caveats(counters: Mapping[str, float]) -> list[str]:
+    """The known weaknesses that apply to an estimate with these counters."""
+    notes = [ENGINE_SPLIT]
+    peak = counters.get("sbuf_peak_bytes_per_partition")
+    capacity = counters.get("sbuf_bytes_per_partition")
+    if peak is not None and capacity:
+        if peak > capacity:
+            notes.append(SPILLS)
+        elif peak > PRESSURE * capacity:
+            notes.append(REREADS)
+    return notes
