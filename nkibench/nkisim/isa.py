@@ -598,7 +598,14 @@ def tensor_copy(
         and src.alloc.buffer is Buffer.PSUM
     ):
         raise ConstraintViolation("nisa.tensor_copy: the GpSimd engine cannot read PSUM")
-    return current().copy_tile(src, dtype=dtype, mask=mask, engine=chosen, api="nisa.tensor_copy")
+    placed_by_compiler = engine is None or engine == unknown_engine
+    return current().copy_tile(
+        src,
+        dtype=dtype,
+        mask=mask,
+        engine=None if placed_by_compiler else chosen,
+        api="nisa.tensor_copy",
+    )
 
 
 def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None, **_kw: Any) -> None:

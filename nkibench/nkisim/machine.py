@@ -23,7 +23,7 @@ from nkibench.nkisim.dtypes import promote, sentinel_bits
 from nkibench.nkisim.errors import ConstraintViolation, UnsupportedApi
 from nkibench.nkisim.index import IndexExpr, MaskExpr
 from nkibench.nkisim.tensor import PMAX, Access, Allocation, Buffer, NkiTensor, ParDim
-from nkibench.nkisim.trace import Instruction, Operand, Trace
+from nkibench.nkisim.trace import PLACED_BY, Instruction, Operand, Trace
 
 __all__ = ["TARGETS", "Config", "Machine", "Read", "current", "running"]
 
@@ -599,7 +599,8 @@ class Machine:
             engine, op = (
                 ("dma", "dma_copy") if not target.alloc.on_chip else ("vector", "tensor_copy")
             )
-            self.record(op, engine, [read] if read else [], (out, block))
+            placed = {PLACED_BY: "compiler"} if engine == "vector" else None
+            self.record(op, engine, [read] if read else [], (out, block), attrs=placed)
         self._store_values(target, values, valid, picked)
 
     def _check_destination(self, engine: str, target: NkiTensor | Access, what: str) -> None:
@@ -789,19 +790,21 @@ class Machine:
         *,
         dtype: Any = None,
         mask: Any = None,
-        engine: str = "vector",
+        engine: str | None = None,
         api: str = "nl.copy",
     ) -> NkiTensor:
+        """A copy on `engine`, or (None) on the engine the compiler picks: recorded on VectorE
+        and marked so, for the cost model to place it as the compiler does."""
         read = self.read(x, api, mask=mask)
         out_dtype = as_dtype(dtype, f"{api} dtype") if dtype is not None else read.values.dtype
         return self.result(
             read.values,
             out_dtype,
             op="tensor_copy",
-            engine=engine,
+            engine=engine or "vector",
             inputs=[read],
             valid=read.valid,
-            attrs={"api": api},
+            attrs={"api": api, **({PLACED_BY: "compiler"} if engine is None else {})},
         )
 
     def reduce(

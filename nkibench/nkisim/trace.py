@@ -9,13 +9,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Box", "Instruction", "Operand", "Trace", "WriteLog", "box_covers", "boxes_intersect"]
+__all__ = [
+    "PLACED_BY",
+    "Box",
+    "Instruction",
+    "Operand",
+    "Trace",
+    "WriteLog",
+    "box_covers",
+    "boxes_intersect",
+]
 
 Box = tuple[tuple[int, int], ...]
 """Per dimension of an allocation, the [low, high) range an access may touch."""
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
 WRITE_LOG_LIMIT = 512
+PLACED_BY = "placed"
+"""The attribute that marks (value "compiler") an instruction the kernel left to the compiler
+to place on an engine, a copy without `engine=`: nkisim records it on VectorE, and the cost
+model places it as the compiler does."""
 
 
 # Plain loops, not all(...) over generators: these run for every operand of every instruction.

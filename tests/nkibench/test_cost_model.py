@@ -542,3 +542,30 @@ def test_a_load_repeated_by_its_loop_is_paid_every_time() -> None:
     """
     run_ = modelled(body, randn(128, 512))
     assert run_.counters["hbm_read_bytes"] == 4 * 128 * 512 * 4
+
+
+PSUM_EVACUATION = """
+@nki.jit
+def kernel(a, b):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+    acc += nisa.nc_matmul(nl.load(a), nl.load(b))
+    nl.store(out, value=COPY)
+    return out
+"""
+
+
+@pytest.mark.parametrize(
+    ("copy", "engine"),
+    [
+        ("nl.copy(acc)", "scalar"),  # left to the compiler, which evacuates PSUM on ScalarE
+        ("nisa.tensor_copy(acc)", "scalar"),
+        ("nisa.tensor_copy(acc, engine=nisa.vector_engine)", "vector"),  # the kernel's choice
+    ],
+)
+def test_psum_is_evacuated_where_the_compiler_puts_it(copy: str, engine: str) -> None:
+    estimated = modelled(PSUM_EVACUATION.replace("COPY", copy), randn(128, 128), randn(128, 512))
+    other = "vector" if engine == "scalar" else "scalar"
+    assert estimated.busy_ns[engine] > 0
+    assert estimated.busy_ns[other] == 0
+    assert estimated.instructions[engine] == 1

@@ -102,6 +102,11 @@ ENGINE_NAMES = {
 }
 
 
+def chosen_by_compiler(value: Any) -> bool:
+    """No engine named: the compiler places the instruction."""
+    return value is None or value is engine.unknown
+
+
 def engine_name(value: Any, default: str, api: str, allowed: tuple[str, ...]) -> str:
     if value is None or value is engine.unknown:
         return default

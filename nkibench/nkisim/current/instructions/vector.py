@@ -20,6 +20,7 @@ from nkibench.nkisim.current.instructions.alu import (
     scalar_or_vector,
 )
 from nkibench.nkisim.current.instructions.enums import (
+    chosen_by_compiler,
     engine,
     engine_name,
     no_psum_on_gpsimd,
@@ -31,6 +32,7 @@ from nkibench.nkisim.machine import F32 as _F32
 from nkibench.nkisim.tensor import Access as _Access
 from nkibench.nkisim.tensor import Buffer as _Buffer
 from nkibench.nkisim.tensor import NkiTensor as _NkiTensor
+from nkibench.nkisim.trace import PLACED_BY as _PLACED_BY
 
 _Array = np.ndarray[Any, Any]
 
@@ -173,7 +175,10 @@ def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: Any = No
     no_psum_on_gpsimd(api, chosen, read.source)
     target = compute_dst(dst, api, chosen)
     values = read.values if read.values.dtype == target.dtype else _o.as_f32(read.values)
-    _o.emit(machine, api, target, values, op="tensor_copy", engine=chosen, inputs=[read])
+    placed = {_PLACED_BY: "compiler"} if chosen_by_compiler(engine) else None
+    _o.emit(
+        machine, api, target, values, op="tensor_copy", engine=chosen, inputs=[read], attrs=placed
+    )
 
 
 @_o.dst_first("nisa.memset")
