@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from nkibench.cost.tables import Generation
 from nkibench.nkisim.trace import PLACED_BY, Instruction, Operand
 
-__all__ = ["Cost", "CostTable", "is_hbm", "placed_engine"]
+__all__ = ["Cost", "CostTable", "either_engine", "is_hbm", "placed_engine"]
 
 ON_CHIP = frozenset({"sbuf", "psum"})
 NARROW = frozenset({"bfloat16", "float16", "float8_e4m3", "float8_e5m2", "int8", "uint8"})
@@ -47,6 +47,29 @@ def placed_engine(instruction: Instruction) -> str:
     return engine
 
 
+AFFINE = frozenset({"add", "subtract", "multiply", "bypass"})
+"""What ScalarE's activation computes besides its function: data * scale + bias."""
+
+
+def either_engine(instruction: Instruction) -> bool:
+    """Whether the compiler may put this instruction on ScalarE as well as on VectorE: one it
+    places itself, reading one tile, that an activation can express (a copy, or an affine
+    update by scalars). The schedule puts it on whichever of the two frees first: AccelOpt's
+    trn1 profiles show ScalarE busy on every kernel (silu 0.42 ms where its one exponential
+    takes 0.2), so the compiler spreads such work over both engines."""
+    if instruction.engine != "vector" or instruction.attrs.get(PLACED_BY) != "compiler":
+        return False
+    tiles = [o for o in instruction.inputs if o.elements > 1]
+    if len(tiles) != 1 or tiles[0].buffer == "psum":
+        return False
+    op = instruction.op
+    if op == "tensor_copy":
+        return True
+    if op == "tensor_scalar":
+        return set(instruction.attrs.get("ops", ())) <= AFFINE
+    return op in AFFINE
+
+
 @dataclass(slots=True)
 class Cost:
     engine: str
@@ -60,6 +83,8 @@ class Cost:
     """DMA: how long the transfer holds its queue (at least the fixed cost per transfer)."""
     small_run_bytes: int = 0
     descriptors: int = 0
+    alternative: Cost | None = None
+    """The same instruction on another engine, where the compiler may place it there."""
 
 
 class CostTable:
@@ -104,7 +129,10 @@ class CostTable:
             if instruction.index in self._resident:
                 return Cost("dma", 0.0, 0.0)
             return self._dma(instruction)
-        return self._elementwise(instruction, engine)
+        cost = self._elementwise(instruction, engine)
+        if either_engine(instruction):
+            cost.alternative = self._elementwise(instruction, "scalar")
+        return cost
 
     # --- TensorE ---------------------------------------------------------------------------
 

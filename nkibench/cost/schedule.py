@@ -106,6 +106,13 @@ def schedule(instructions: list[Instruction], cost: Callable[[Instruction], Cost
             held = c.queue_ns
         else:
             start = max(ready, free[engine])
+            other = c.alternative
+            if other is not None and max(ready, free[other.engine]) + other.busy_ns < (
+                start + c.busy_ns
+            ):
+                c = costs[-1] = other  # the compiler's placement: where it finishes first
+                engine = c.engine
+                start = max(ready, free[engine])
             free[engine] = start + c.busy_ns
             done = start + c.duration_ns + c.latency_ns
             held = c.busy_ns

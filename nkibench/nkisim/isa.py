@@ -13,6 +13,7 @@ from nkibench.nkisim.errors import ConstraintViolation, UnsupportedApi
 from nkibench.nkisim.index import IndexExpr
 from nkibench.nkisim.machine import F32, Read, current
 from nkibench.nkisim.tensor import Access, Buffer, NkiTensor
+from nkibench.nkisim.trace import PLACED_BY
 
 __all__ = [
     "activation",
@@ -262,13 +263,15 @@ def tensor_scalar(
     partitions = read.values.shape[0]
     reads = [read]
     first, r0 = _per_partition(operand0, partitions, "operand0", api)
-    values = _apply(ops.op_name(op0, f"{api} op0"), read.values.astype(F32), first, reverse0)
+    used = [ops.op_name(op0, f"{api} op0")]
+    values = _apply(used[0], read.values.astype(F32), first, reverse0)
     if (op1 is None) != (operand1 is None):
         raise ConstraintViolation(f"{api}: op1 and operand1 go together (both or neither)")
     r1 = None
     if op1 is not None:
         second, r1 = _per_partition(operand1, partitions, "operand1", api)
-        values = _apply(ops.op_name(op1, f"{api} op1"), values, second, reverse1)
+        used.append(ops.op_name(op1, f"{api} op1"))
+        values = _apply(used[1], values, second, reverse1)
     reads += [r for r in (r0, r1) if r is not None]
     out_dtype = as_dtype(dtype) if dtype is not None else read.values.dtype
     return machine.result(
@@ -278,7 +281,11 @@ def tensor_scalar(
         engine=chosen,
         inputs=reads,
         valid=read.valid,
-        attrs={"api": api},
+        attrs={
+            "api": api,
+            "ops": used,
+            **({PLACED_BY: "compiler"} if engine is None or engine == unknown_engine else {}),
+        },
     )
 
 

@@ -222,7 +222,7 @@ def _unary(name: str, engine: str) -> Any:
 def _binary(name: str) -> Any:
     def function(x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
         return current().elementwise(
-            name, [x, y], dtype=dtype, mask=mask, engine="vector", api=f"nl.{name}"
+            name, [x, y], dtype=dtype, mask=mask, engine=None, api=f"nl.{name}"
         )
 
     function.__name__ = name

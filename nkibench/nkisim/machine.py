@@ -689,9 +689,10 @@ class Machine:
         *,
         dtype: Any = None,
         mask: Any = None,
-        engine: str = "vector",
+        engine: str | None = "vector",
         api: str,
     ) -> NkiTensor:
+        """`engine` None: the compiler places it (recorded on VectorE, marked PLACED_BY)."""
         tiles = [a for a in args if isinstance(a, NkiTensor | Access)]
         if not tiles:
             raise ConstraintViolation(f"{api}: needs at least one tile operand")
@@ -736,10 +737,10 @@ class Machine:
             np.asarray(computed),
             out_dtype,
             op=name,
-            engine=engine,
+            engine=engine or "vector",
             inputs=reads,
             valid=valid,
-            attrs={"api": api},
+            attrs={"api": api, **({PLACED_BY: "compiler"} if engine is None else {})},
         )
 
     def operator(self, name: str, a: NkiTensor, b: Any, *, reverse: bool) -> NkiTensor:

@@ -259,7 +259,9 @@ def kernel(x, y):
     v = nl.load(y)
     for step in nl.sequential_range(8):
         s = nisa.activation(op=nl.tanh, data=SCALAR_INPUT)  # ScalarE
-        v = nisa.tensor_scalar(data=VECTOR_INPUT, op0=nl.multiply, operand0=0.5)  # VectorE
+        v = nisa.tensor_scalar(
+            data=VECTOR_INPUT, op0=nl.multiply, operand0=0.5, engine=nisa.vector_engine
+        )
     nl.store(out, value=nl.add(s, v))
     return out
 """
@@ -283,7 +285,9 @@ def test_trn2_vector_fast_mode_needs_two_byte_operands() -> None:
         out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
         t = nl.load(x)
         for r in nl.affine_range(16):
-            t2 = nisa.tensor_scalar(data=t, op0=nl.multiply, operand0=0.5)
+            t2 = nisa.tensor_scalar(
+                data=t, op0=nl.multiply, operand0=0.5, engine=nisa.vector_engine
+            )
             nl.store(out, value=t2)
         return out
     """
@@ -569,3 +573,36 @@ def test_psum_is_evacuated_where_the_compiler_puts_it(copy: str, engine: str) ->
     assert estimated.busy_ns[engine] > 0
     assert estimated.busy_ns[other] == 0
     assert estimated.instructions[engine] == 1
+
+
+SCALED_TILES = """
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((8, 128, 512), dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(8):
+        t = nl.load(x[i])
+        y = [nisa.tensor_scalar(t, np.multiply, k, op1=np.add, operand1=1.0ENGINE)
+             for k in range(4)]
+        nl.store(out[i], value=nl.add(nl.add(y[0], y[1]), nl.add(y[2], y[3])))
+    return out
+"""
+
+
+def test_work_the_kernel_leaves_to_the_compiler_spreads_over_vector_and_scalar() -> None:
+    """32 affine updates left to the compiler beside 24 tile additions VectorE must do: ScalarE
+    takes part of them, and the kernel is faster than with all of them pinned to VectorE."""
+    x = randn(8, 128, 512)
+    placed = modelled(SCALED_TILES.replace("ENGINE", ""), x)
+    pinned = modelled(SCALED_TILES.replace("ENGINE", ", engine=nisa.vector_engine"), x)
+    assert pinned.instructions["vector"] == 56
+    assert pinned.busy_ns["scalar"] == 0
+    assert placed.instructions["vector"] + placed.instructions["scalar"] == 56
+    assert 24 < placed.instructions["vector"] < 56
+    assert placed.latency_ns < pinned.latency_ns
+
+
+def test_work_scalar_engine_cannot_express_stays_on_vector() -> None:
+    body = SCALED_TILES.replace("np.multiply, k, op1=np.add, operand1=1.0ENGINE", "np.maximum, k")
+    placed = modelled(body, randn(8, 128, 512))
+    assert placed.instructions["vector"] == 56
+    assert placed.busy_ns["scalar"] == 0

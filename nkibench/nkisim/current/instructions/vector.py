@@ -121,8 +121,16 @@ def tensor_scalar(
         result = apply(name1, result, second, reverse1, api)
     elif operand1 is not None:
         raise _Violation(f"{api}: operand1 is given without op1")
+    ops_used = [name0] + ([name1] if op1 is not None else [])
     _o.emit(
-        machine, api, target, np.asarray(result), op="tensor_scalar", engine=chosen, inputs=reads
+        machine,
+        api,
+        target,
+        np.asarray(result),
+        op="tensor_scalar",
+        engine=chosen,
+        inputs=reads,
+        attrs={"ops": ops_used, **({_PLACED_BY: "compiler"} if chosen_by_compiler(engine) else {})},
     )
 
 
