@@ -63,6 +63,7 @@ WITHOUT_DATABASE = {
     "bench nkisim",
     "bench nkibench",
     "bench cost-model",
+    "bench fidelity",
     "bench daemon",
     "bench soak",
 }
