@@ -21,7 +21,7 @@ from daemon.cli.options import (
     seed_list,
     seeds_option,
 )
-from daemon.cli.render import emit_json, print_table
+from daemon.cli.render import cell, emit_json, print_table
 from daemon.soak import SoakConfig, run_soak_benchmark
 from nkibench.backends.triton.backend import TritonBackend
 from nkibench.benchmarks.gpu import run_gpu_benchmark
@@ -87,13 +87,9 @@ def bench_store(ctx: click.Context, count: int, as_json: bool) -> None:
     print_table(table)
 
 
-def _number(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def _targets(result: dict[str, Any], targets: dict[str, tuple[str, float]]) -> None:
     for key, (op, bound) in targets.items():
-        click.echo(f"{key}: {_number(result[key], '.3g')} (target {op} {bound:g})")
+        click.echo(f"{key}: {cell(result[key], '.3g')} (target {op} {bound:g})")
 
 
 @bench.command("nkisim")
@@ -125,9 +121,9 @@ def bench_nkisim(
         table.add_row(
             row["task"],
             "yes" if row["correct"] else f"no ({row['error_kind']})",
-            _number(row["nkisim_s"], ".2f"),
-            _number(row["numpy_s"], ".2f"),
-            _number(row["ratio"], ".2f"),
+            cell(row["nkisim_s"], ".2f"),
+            cell(row["numpy_s"], ".2f"),
+            cell(row["ratio"], ".2f"),
             f"{row['check_s']:.1f}",
             str(row["instructions"] or "-"),
         )
@@ -174,18 +170,18 @@ def bench_nkibench(
     for row in result["tasks"]:
         cells = [
             row["task"] if row["correct"] else f"{row['task']} ({row['error_kind']})",
-            _number(row["latency_ms"], ".3f"),
-            _number(row["roofline_ms"], ".3f"),
-            _number(row["pct_of_peak"], ".1f"),
+            cell(row["latency_ms"], ".3f"),
+            cell(row["roofline_ms"], ".3f"),
+            cell(row["pct_of_peak"], ".1f"),
             row["roofline_bound"] or "-",
             row["bound_by"] or "-",
         ]
         if "accelopt_rank_correlation" in result:
-            cells.append(_number(row["accelopt_trn1_ms"], ".3f"))
-        cells.append(_number(row["schedule_overhead"], ".1%"))
+            cells.append(cell(row["accelopt_trn1_ms"], ".3f"))
+        cells.append(cell(row["schedule_overhead"], ".1%"))
         table.add_row(*cells)
     print_table(table)
-    click.echo(f"geomean % of peak: {_number(result['geomean_pct_of_peak'], '.1f')}")
+    click.echo(f"geomean % of peak: {cell(result['geomean_pct_of_peak'], '.1f')}")
     if "accelopt_rank_correlation" in result:
         click.echo(
             f"rank correlation with AccelOpt's measured trn1 latencies: "
@@ -212,9 +208,9 @@ def bench_cost_model(as_json: bool) -> None:
         name = f"{row['task']}/{row['kernel']}"
         table.add_row(
             name if row["correct"] else f"{name} ({row['error_kind']}: {row['message'][:60]})",
-            _number(row["estimated_ms"], ".2f"),
+            cell(row["estimated_ms"], ".2f"),
             f"{row['measured_ms']:.2f}",
-            _number(row["ratio"], ".2f"),
+            cell(row["ratio"], ".2f"),
             row["bound_by"] or "-",
         )
     print_table(table)
@@ -243,12 +239,12 @@ def bench_cost_model(as_json: bool) -> None:
             read = row["hbm_read_bytes"]
             table.add_row(
                 name if row["correct"] else f"{name} ({row['error_kind']}: {row['message'][:60]})",
-                _number(row["estimated_ms"], ".4f"),
+                cell(row["estimated_ms"], ".4f"),
                 row["bound_by"] or "-",
-                _number(None if read is None else read / 2**20, ".0f"),
-                _number(row["dma_transfers"], ".0f"),
+                cell(None if read is None else read / 2**20, ".0f"),
+                cell(row["dma_transfers"], ".0f"),
                 *(
-                    _number(rungs[ladder["task"], other["target"], name]["estimated_ms"], ".4f")
+                    cell(rungs[ladder["task"], other["target"], name]["estimated_ms"], ".4f")
                     for other in others
                 ),
             )
@@ -490,13 +486,13 @@ def _soak_table(result: dict[str, Any]) -> Table:
         table.add_row(
             name,
             f"{t['first']:.4g} → {t['last']:.4g} (min {t['low']:.4g}, max {t['high']:.4g})",
-            f"{t['slope_per_h']:+.3g} ± {_number(t['se_per_h'], '.2g')}",
+            f"{t['slope_per_h']:+.3g} ± {cell(t['se_per_h'], '.2g')}",
             f"{t['bound_per_h']:.2g}",
             t["verdict"],
         )
     clock = result["clock"]
     rows = (
-        ("events per minute", _number(result["events_per_min"], ".1f")),
+        ("events per minute", cell(result["events_per_min"], ".1f")),
         ("event log, MB (and MB per minute)", _log_size(result)),
         ("jobs completed (ProfileRecorded)", str(result["jobs_completed"])),
         (
@@ -543,8 +539,8 @@ def _soak_table(result: dict[str, Any]) -> Table:
 
 def _log_size(result: dict[str, Any]) -> str:
     return (
-        f"{_number(result['log_mb'], '.2f')} "
-        f"({_number(result['log_mb_per_min'], '.3f')} per minute, append-only)"
+        f"{cell(result['log_mb'], '.2f')} "
+        f"({cell(result['log_mb_per_min'], '.3f')} per minute, append-only)"
     )
 
 

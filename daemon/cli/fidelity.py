@@ -10,7 +10,7 @@ import click
 from rich.table import Table
 
 from daemon.cli.options import json_option
-from daemon.cli.render import emit_json, print_table
+from daemon.cli.render import cell, emit_json, print_table
 from nkibench.benchmarks.fidelity import run_fidelity_benchmark
 
 __all__ = ["fidelity_command"]
@@ -18,13 +18,9 @@ __all__ = ["fidelity_command"]
 MIB = 1024**2
 
 
-def _number(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def _pair(pair: dict[str, Any], scale: float = 1.0, spec: str = ".0f") -> str:
     estimated = pair["estimated"]
-    return f"{_number(None if estimated is None else estimated / scale, spec)} / " + format(
+    return f"{cell(None if estimated is None else estimated / scale, spec)} / " + format(
         pair["measured"] / scale, spec
     )
 
@@ -61,11 +57,11 @@ def _print_tasks(result: dict[str, Any]) -> None:
         table.add_row(
             name,
             "fitted" if row["fitted"] else "",
-            _number(row["estimated_ms"], ".3f"),
+            cell(row["estimated_ms"], ".3f"),
             f"{row['measured_ms']:.3f}",
-            _number(row["ratio"], ".2f"),
-            f"{_number(row['pct_of_peak_estimated'], '.1f')} / "
-            f"{_number(row['pct_of_peak_measured'], '.1f')}",
+            cell(row["ratio"], ".2f"),
+            f"{cell(row['pct_of_peak_estimated'], '.1f')} / "
+            f"{cell(row['pct_of_peak_measured'], '.1f')}",
             _engine(row, "vector"),
             _engine(row, "scalar"),
             _engine(row, "gpsimd"),
@@ -87,11 +83,11 @@ def _print_samples(samples: list[dict[str, Any]]) -> None:
         table.add_row(
             row["sample"] if row["correct"] else f"{row['sample']} ({row['message'][:50]})",
             row["task"],
-            _number(row["estimated_ms"], ".3f"),
+            cell(row["estimated_ms"], ".3f"),
             f"{row['measured_ms']:.3f}",
-            _number(estimated, ".2f"),
+            cell(estimated, ".2f"),
             f"{measured:.2f}",
-            _number(estimated / measured if estimated else None, ".2f"),
+            cell(estimated / measured if estimated else None, ".2f"),
         )
     print_table(table)
 
@@ -112,7 +108,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
         ("VectorE and ScalarE within 2x", "engines_within_2x", "d"),
     )
     for label, key, spec in figures:
-        table.add_row(label, *(_number(g[key], spec) for g in groups.values()))
+        table.add_row(label, *(cell(g[key], spec) for g in groups.values()))
     print_table(table)
 
 

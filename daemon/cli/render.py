@@ -18,6 +18,7 @@ from events.envelope import StoredEvent
 from store.projections.library import LibraryState, PlatformRecord
 
 __all__ = [
+    "cell",
     "daemon_line",
     "emit_json",
     "event_json",
@@ -141,6 +142,11 @@ def library_table(state: LibraryState, *, title: str) -> Table:
 
 PIPED_WIDTH = 200
 """Columns of a table written to a file or a pipe (rich would assume 80 and truncate)."""
+
+
+def cell(value: float | None, spec: str) -> str:
+    """A table cell: the value formatted, or "-" where there is none."""
+    return "-" if value is None else format(value, spec)
 
 
 def print_table(table: Table) -> None:
