@@ -79,6 +79,9 @@ def test_killed_ten_times_it_ends_like_an_uninterrupted_run(tmp_path: Path) -> N
         clean.start()
         try:
             wait_until(lambda: finished(clean), 300, "the uninterrupted search")
+            # the library folder follows the promotion (its projection writes it after the
+            # search's last event): stopping before it is written would compare with nothing
+            wait_until(lambda: "silu" in library(clean), 30, "the clean run's library folder")
         finally:
             assert clean.stop() == 0
 
@@ -93,7 +96,7 @@ def test_killed_ten_times_it_ends_like_an_uninterrupted_run(tmp_path: Path) -> N
         crashy.start()
         try:
             wait_until(lambda: finished(crashy), 300, "the search after ten kills")
-            time.sleep(1.0)  # the library folder follows the last promotion
+            wait_until(lambda: "silu" in library(crashy), 30, "the library folder after kills")
         finally:
             assert crashy.stop() == 0
     assert len(finished(crashy)) == len(finished(clean)) == 1
