@@ -596,7 +596,16 @@ class Daemon:
         if live is not None:
             live.stop()
         self._drain(clock, watcher, workers)
+        self._last_sync(library)
         return self.exit_code
+
+    def _last_sync(self, library: Path) -> None:
+        """The library folder follows the log on each tick; a stop must not leave it behind
+        what the searches it drained recorded (a failing database leaves it as the last tick
+        wrote it)."""
+        with contextlib.suppress(StoreError):
+            if self._fold_new_events():
+                sync_library(self.library, library, self.store.get_text)
 
     def _ending(self) -> tuple[str, int] | None:
         """Why the daemon must stop now, with its exit status: a part failed for good (1), or

@@ -79,11 +79,8 @@ def test_killed_ten_times_it_ends_like_an_uninterrupted_run(tmp_path: Path) -> N
         clean.start()
         try:
             wait_until(lambda: finished(clean), 300, "the uninterrupted search")
-            # the library folder follows the promotion (its projection writes it after the
-            # search's last event): stopping before it is written would compare with nothing
-            wait_until(lambda: "silu" in library(clean), 30, "the clean run's library folder")
         finally:
-            assert clean.stop() == 0
+            assert clean.stop() == 0  # at once: a stop brings the library folder up to date
 
         crashy = DaemonProcess(tmp_path / "crashy", *AGENTS, env=llm_env(llm.url))
         crashy.drop(SUITE / "silu", "silu")
