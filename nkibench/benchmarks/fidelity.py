@@ -35,7 +35,6 @@ from nkibench.policy.roofline import Work, pct_of_peak, roofline
 from nkibench.result import KernelResult
 from nkibench.suites import NKI_LEGACY_SUITE
 from nkibench.task.importer import import_nkibench
-from nkibench.task.safe_eval import evaluate
 from nkibench.task.spec import TaskSpec, load_task, with_imports_of
 
 __all__ = ["ENGINES_MEASURED", "WITHIN", "run_fidelity_benchmark", "summarise"]
@@ -57,9 +56,7 @@ def _roofline_work(task: TaskSpec, measured: MeasuredProfile) -> Work | None:
     ours = NKI_LEGACY_SUITE / task.name
     if not (ours / "task.toml").is_file():
         return None
-    suite = load_task(ours)
-    values = {**suite.shape_values("full"), **measured.shape}  # the suite's own constants too
-    counts = {key: float(evaluate(expr, values)) for key, expr in suite.roofline.items()}
+    counts = load_task(ours).roofline_counts("full", overrides=measured.shape)
     return Work(counts["vec_flops"], counts["mm_flops"], counts["bytes"], "task.toml")
 
 
@@ -151,11 +148,10 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
-def _profile(task: TaskSpec, shapes: str, target: str, source: str | None = None) -> KernelResult:
+def _profile(task: TaskSpec, shapes: str, target: str) -> KernelResult:
     return profile_kernel(
         task,
         backend=NkisimBackend(),
-        kernel_source=source,
         shapes=shapes,
         target=target,
         seeds=(0,),
@@ -219,7 +215,8 @@ def run_fidelity_benchmark(
                 continue
             task = load_task(imported.path)
             measured = ACCELOPT_TRN1[task.name]
-            shape = {k: task.shape_values("full").get(k) for k in measured.shape}
+            values = task.shape_values("full")
+            shape = {k: values.get(k) for k in measured.shape}
             if shape != measured.shape:
                 raise NkiBenchError(
                     f"{nkibench}: {task.name} runs at {shape}, AccelOpt measured it at "

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 __all__ = ["ENGINE_SPLIT", "REREADS", "SPILLS", "caveats"]
 
 ENGINE_SPLIT = (
-    "vector_engine_active_time_percent and scalar_engine_active_time_percent: the model puts "
-    "element-wise work on VectorE where the compiler moves part of it to ScalarE (measured "
-    "ScalarE busy 1-7 ms on kernels estimated at 0-1.5 ms), so do not read an idle ScalarE as "
-    "free capacity or a busy VectorE as certain"
+    "vector_engine_active_time_percent and scalar_engine_active_time_percent: the model moves "
+    "only PSUM copies and affine updates by scalars to ScalarE, where the compiler moves more "
+    "(ScalarE busy is off by over 2x on 4 of AccelOpt's 14 measured kernels), so do not read "
+    "an idle ScalarE as free capacity or a busy VectorE as certain"
 )
 SPILLS = (
     "latency: more SBUF is live at once than a partition holds, so the compiler spills to HBM; "

@@ -107,12 +107,12 @@ def schedule(instructions: list[Instruction], cost: Callable[[Instruction], Cost
         else:
             start = max(ready, free[engine])
             other = c.alternative
-            if other is not None and max(ready, free[other.engine]) + other.busy_ns < (
-                start + c.busy_ns
-            ):
-                c = costs[-1] = other  # the compiler's placement: where it finishes first
-                engine = c.engine
-                start = max(ready, free[engine])
+            if other is not None:
+                other_start = max(ready, free[other.engine])
+                if other_start + other.busy_ns < start + c.busy_ns:
+                    # the compiler's placement: where it finishes first
+                    c = costs[-1] = other
+                    engine, start = other.engine, other_start
             free[engine] = start + c.busy_ns
             done = start + c.duration_ns + c.latency_ns
             held = c.busy_ns

@@ -197,9 +197,12 @@ class TaskSpec:
     def timeout_for(self, shapes: str) -> float:
         return self.timeout_s.get(shapes, self.timeout_s.get("*", DEFAULT_TIMEOUT_S["*"]))
 
-    def roofline_counts(self, shapes: str) -> dict[str, float]:
-        """vec_flops, mm_flops and bytes under a shape set (what task.toml declares)."""
-        values = self.shape_values(shapes)
+    def roofline_counts(
+        self, shapes: str, overrides: Mapping[str, Number] | None = None
+    ) -> dict[str, float]:
+        """vec_flops, mm_flops and bytes under a shape set (what task.toml declares), with
+        some of its values replaced by `overrides`."""
+        values = {**self.shape_values(shapes), **(overrides or {})}
         return {key: float(evaluate(expr, values)) for key, expr in self.roofline.items()}
 
 
