@@ -87,12 +87,12 @@ def open_for_command(
     store: StoreSource | None,
     *,
     isolation: Isolation,
+    settings: Settings,
     require_device: bool = True,
 ) -> OpenedBackend:
     """Open `backend` on `devices`, its children in `isolation`, its per-device facts kept in
-    `store`'s log (if any)."""
+    `store`'s log (if any), with the host facts `settings` name (the nrtpy interpreter)."""
     memo = EventLogDeviceMemo(store) if store is not None else None
-    settings = Settings.load()
     return open_backend(
         backend,
         devices,

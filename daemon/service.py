@@ -251,7 +251,12 @@ class Daemon:
             else:
                 log.warning("agents idle", detail=IDLE)
             opened = open_for_command(
-                options.backend, options.devices, options.target, store, isolation=isolation
+                options.backend,
+                options.devices,
+                options.target,
+                store,
+                isolation=isolation,
+                settings=settings,
             )
         except BaseException:
             lock.release()

@@ -64,7 +64,9 @@ def optimize_command(
     name = backend or task.default_backend
     device = one_device(devices, name)
     store = open_migrated_store(ctx)
-    opened = open_for_command(name, [device], target, store, isolation=app.isolation())
+    opened = open_for_command(
+        name, [device], target, store, isolation=app.isolation(), settings=app.settings
+    )
     recorder = Recorder(store)
     library = replay(store, LibraryProjection(), use_checkpoint=True).state
     record_task(recorder, task, library.folder_records.get(str(task.path)))

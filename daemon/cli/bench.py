@@ -296,6 +296,7 @@ def bench_gpu(
         None,
         lambda: open_migrated_store(ctx),
         isolation=app_context(ctx).isolation(),
+        settings=app_context(ctx).settings,
     )
     gpu = opened.first()
     assert isinstance(gpu, TritonBackend)

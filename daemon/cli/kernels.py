@@ -70,6 +70,7 @@ def check_command(
         target,
         None,
         isolation=app_context(ctx).isolation(),
+        settings=app_context(ctx).settings,
         require_device=False,
     )
     result = check_kernel(
@@ -164,6 +165,7 @@ def profile_command(
         target,
         lambda: open_migrated_store(ctx),
         isolation=app_context(ctx).isolation(),
+        settings=app_context(ctx).settings,
     )
     result = profile_kernel(
         task,

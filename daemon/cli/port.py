@@ -93,7 +93,9 @@ def port_command(
             "(choose another with --out)"
         )
     store = open_migrated_store(ctx)
-    opened = open_for_command("nkisim", ["0"], target, store, isolation=app.isolation())
+    opened = open_for_command(
+        "nkisim", ["0"], target, store, isolation=app.isolation(), settings=app.settings
+    )
     recorder = Recorder(store)
     library = replay(store, LibraryProjection(), use_checkpoint=True).state
     record_task(recorder, task, library.folder_records.get(str(task.path)))

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from daemon.backends import open_for_command
+from daemon.settings import Settings
 from nkibench.backends.neuron import (
     CURRENT,
     LEGACY,
@@ -236,7 +237,9 @@ def test_the_opened_backend_runs_what_the_sdk_runs_with_the_nrtpy_setting(
     monkeypatch.setenv("PATH", f"{_tools(tmp_path / 'bin', tools)}:{os.defpath}")
     nrtpy = _nrtpy_interpreter(tmp_path / "nrtpy-env")
     monkeypatch.setenv("ACCELOPT_NRTPY_PYTHON", str(nrtpy))
-    opened = open_for_command("neuron", ["0"], "trn2", None, isolation=Isolation.unsafe("test"))
+    opened = open_for_command(
+        "neuron", ["0"], "trn2", None, isolation=Isolation.unsafe("test"), settings=Settings.load()
+    )
     assert opened.dialects == runs
     backend = opened.first()
     assert isinstance(backend, NeuronBackend)
