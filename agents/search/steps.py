@@ -93,6 +93,9 @@ PROFILE_FIELDS = (
     "dma_transfer_count",
     "dma_transfer_average_bytes",
     "dma_small_transfer_percent",
+    "spill_save_bytes",
+    "spill_reload_bytes",
+    "sbuf_buffers_per_tile",
     # GPUs (the triton backend): the measured rates against the device's measured ceilings
     "achieved_bandwidth_gbps",
     "achieved_tflops",

@@ -15,7 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from nkibench.cost.tables import Generation
-from nkibench.nkisim.trace import PLACED_BY, Instruction, Operand
+from nkibench.nkisim.trace import Instruction, Operand
 
 __all__ = ["Cost", "CostTable", "either_engine", "is_hbm", "placed_engine"]
 
@@ -33,14 +33,15 @@ def is_hbm(operand: Operand) -> bool:
 
 def placed_engine(instruction: Instruction) -> str:
     """The engine an instruction runs on: the kernel's choice, or where the kernel left it to
-    the compiler (nkisim's PLACED_BY), the compiler's. The compiler evacuates PSUM on ScalarE:
-    AccelOpt's trn1 profiles of matmul, bmm and transpose_matmul, whose only non-TensorE work is
-    copying PSUM tiles out, show ScalarE busy 2.39, 1.72 and 0.36 ms and VectorE idle."""
+    the compiler (nkisim marks it compiler-placed), the compiler's. The compiler evacuates PSUM
+    on ScalarE: AccelOpt's trn1 profiles of matmul, bmm and transpose_matmul, whose only
+    non-TensorE work is copying PSUM tiles out, show ScalarE busy 2.39, 1.72 and 0.36 ms and
+    VectorE idle."""
     engine = instruction.engine
     if (
         engine == "vector"
         and instruction.op == "tensor_copy"
-        and instruction.attrs.get(PLACED_BY) == "compiler"
+        and instruction.compiler_placed
         and any(o.buffer == "psum" for o in instruction.inputs)
     ):
         return "scalar"
@@ -59,7 +60,7 @@ def either_engine(instruction: Instruction) -> bool:
     0.2), so the compiler spreads such work over both engines. A copy within SBUF stays on
     VectorE: the rope baseline, whose one difference in VectorE work from rope_optimized is
     such a copy, measured 0.3 ms more VectorE time."""
-    if instruction.engine != "vector" or instruction.attrs.get(PLACED_BY) != "compiler":
+    if instruction.engine != "vector" or not instruction.compiler_placed:
         return False
     tiles = [o for o in instruction.inputs if o.elements > 1]
     if len(tiles) != 1 or tiles[0].buffer == "psum":
@@ -120,6 +121,7 @@ class CostTable:
         self._dma_fixed = g.dma_transfer_ns.value
         self._dma_engine_fixed = g.dma_engine_transfer_ns.value
         self._transpose_efficiency = g.dma_transpose_efficiency.value
+        self._spill_rate = min(self._hbm_rate, self._dma_engines * self._engine_rate)
 
     def cost(self, instruction: Instruction) -> Cost:
         engine = placed_engine(instruction)
@@ -133,6 +135,12 @@ class CostTable:
         if either_engine(instruction):
             cost.alternative = self._elementwise(instruction, "scalar")
         return cost
+
+    def spill_ns(self, size: int) -> float:
+        """How long a spill of `size` bytes (a save or a reload of a whole tile) holds the DMA
+        engines: all of them at full rate, bounded by HBM, plus the same fixed cost per transfer
+        as a kernel's own transfers, the compiler's spills being DMA transfers like them."""
+        return self._dma_engine_fixed + size / self._spill_rate
 
     # --- TensorE ---------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from nkibench.cost.buffers import BufferPlan
 from nkibench.cost.costs import is_hbm
 from nkibench.cost.schedule import Schedule
 from nkibench.cost.tables import Generation
@@ -41,8 +42,10 @@ def counters(
     plan: Schedule,
     generation: Generation,
     resident: Collection[int] = (),
+    buffers: BufferPlan | None = None,
 ) -> dict[str, float]:
-    """`resident`: loads served from SBUF (nkibench.cost.compiler), which move no bytes."""
+    """`resident`: loads served from SBUF (nkibench.cost.compiler), which move no bytes;
+    `buffers`: the SBUF buffers per tile and the spills (nkibench.cost.buffers)."""
     moved = {f"{b}_{d}_bytes": 0.0 for b in ("hbm", "sbuf", "psum") for d in ("read", "write")}
     flops = transpose = 0.0
     dma_bytes = small = descriptors = 0.0
@@ -90,6 +93,14 @@ def counters(
         "dma_small_transfer_percent": small / dma_bytes if dma_bytes else 0.0,
         "instructions": float(len(instructions)),
     }
+    if buffers is not None:
+        # neuron-profile's names for the spill traffic, which it also counts as HBM traffic;
+        # the buffer depth is this model's own
+        result["spill_save_bytes"] = float(buffers.saved_bytes)
+        result["spill_reload_bytes"] = float(buffers.reloaded_bytes)
+        result["hbm_write_bytes"] += buffers.saved_bytes
+        result["hbm_read_bytes"] += buffers.reloaded_bytes
+        result["sbuf_buffers_per_tile"] = float(buffers.depth)
     for engine in ENGINES:
         name = (
             "dma_active_time_percent" if engine == "dma" else f"{engine}_engine_active_time_percent"

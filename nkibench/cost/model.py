@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nkibench.cost.buffers import plan_buffers
 from nkibench.cost.compiler import resident_loads
 from nkibench.cost.costs import CostTable
 from nkibench.cost.counters import counters
 from nkibench.cost.schedule import schedule
 from nkibench.cost.tables import GENERATIONS
-from nkibench.nkisim.trace import ENGINES, Instruction
+from nkibench.nkisim.trace import ENGINES, Instruction, Lifetime
 
 __all__ = ["MODEL_VERSION", "Estimate", "estimate"]
 
-MODEL_VERSION = "trn-cost-2"
+MODEL_VERSION = "trn-cost-3"
 """Bumped whenever a constant or a rule changes, so that estimates of different models are
 never compared as if they were the same measurement."""
 
@@ -72,7 +74,11 @@ class Estimate:
         }
 
 
-def estimate(instructions: list[Instruction], target: str = "trn1") -> Estimate:
+def estimate(
+    instructions: list[Instruction], target: str = "trn1", lifetimes: Sequence[Lifetime] = ()
+) -> Estimate:
+    """`lifetimes`: the on-chip blocks' (nkisim's KernelRun.lifetimes); without them, every tile
+    is taken to have as many buffers as it needs and nothing spills."""
     try:
         generation = GENERATIONS[target]
     except KeyError:
@@ -85,9 +91,12 @@ def estimate(instructions: list[Instruction], target: str = "trn1") -> Estimate:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        resident = resident_loads(instructions, generation.sbuf_bytes_per_partition.value)
-        plan = schedule(instructions, CostTable(generation, resident).cost)
-        summary = counters(instructions, plan, generation, resident)
+        sbuf = generation.sbuf_bytes_per_partition.value
+        resident = resident_loads(instructions, sbuf)
+        table = CostTable(generation, resident)
+        buffers = plan_buffers(instructions, lifetimes, sbuf, table.spill_ns)
+        plan = schedule(instructions, table.cost, buffers)
+        summary = counters(instructions, plan, generation, resident, buffers)
     finally:
         if collecting:
             gc.enable()

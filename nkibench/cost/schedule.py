@@ -9,8 +9,10 @@ fixed cost of a transfer; the sixteen DMA engines behind the queues are one shar
 transfer takes at the earliest time its inputs and its queue are ready, filling idle gaps
 left by transfers that had to wait.
 
-Write-after-read hazards are not modelled: every tile is taken to have as many buffers as it
-needs, so loads may run arbitrarily far ahead of compute (an optimistic idealisation).
+An instruction that writes a tile into a reused SBUF buffer also waits for the buffer's
+earlier holder to be read for the last time: how far loads may run ahead of compute depends on
+how many buffers fit. A spilled tile is written to HBM once produced and read back on the DMA
+engines, and its reader waits for it (nkibench.cost.buffers plans both).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from nkibench.cost.buffers import BufferPlan, Spill
 from nkibench.cost.costs import Cost
 from nkibench.nkisim.trace import ENGINES, Instruction
 
@@ -80,7 +83,25 @@ class Schedule:
     costs: list[Cost] = field(default_factory=list)
 
 
-def schedule(instructions: list[Instruction], cost: Callable[[Instruction], Cost]) -> Schedule:
+def _spill(fabric: DmaFabric, spill: Spill, produced: float) -> float:
+    """Place a spilled tile's save (if any) and reload; return when it is back in SBUF."""
+    back = produced
+    for _ in range(2 if spill.saved else 1):
+        back = fabric.place(back, spill.transfer_ns) + spill.transfer_ns
+    return back
+
+
+def schedule(
+    instructions: list[Instruction],
+    cost: Callable[[Instruction], Cost],
+    buffers: BufferPlan | None = None,
+) -> Schedule:
+    buffers = buffers or BufferPlan()
+    waits = buffers.waits
+    spilled_by: dict[int, list[Spill]] = {}
+    for spill in buffers.spills:
+        spilled_by.setdefault(spill.producer, []).append(spill)
+    reloaded: dict[int, float] = {}  # reader → when its spilled tile is back in SBUF
     free = dict.fromkeys(ENGINES, 0.0)
     busy = dict.fromkeys(ENGINES, 0.0)
     counts = dict.fromkeys(ENGINES, 0)
@@ -97,6 +118,10 @@ def schedule(instructions: list[Instruction], cost: Callable[[Instruction], Cost
         ready = 0.0
         for dep in instruction.deps:
             ready = max(ready, visible[dep])
+        held_by = waits.get(instruction.index)
+        if held_by is not None:
+            ready = max(ready, visible[held_by])
+        ready = max(ready, reloaded.get(instruction.index, 0.0))
         engine = c.engine
         line = instruction.line
         if engine == "dma":
@@ -117,6 +142,10 @@ def schedule(instructions: list[Instruction], cost: Callable[[Instruction], Cost
             done = start + c.duration_ns + c.latency_ns
             held = c.busy_ns
         visible.append(done)
+        for spill in spilled_by.get(instruction.index, ()):
+            back = _spill(fabric, spill, done)
+            reloaded[spill.reader] = max(reloaded.get(spill.reader, 0.0), back)
+            busy["dma"] += spill.transfer_ns * (2 if spill.saved else 1)
         makespan = max(makespan, done)
         busy[engine] += c.busy_ns
         counts[engine] += 1

@@ -13,7 +13,7 @@ from nkibench.nkisim.errors import ConstraintViolation, UnsupportedApi
 from nkibench.nkisim.index import IndexExpr
 from nkibench.nkisim.machine import F32, Read, current
 from nkibench.nkisim.tensor import Access, Buffer, NkiTensor
-from nkibench.nkisim.trace import PLACED_BY
+from nkibench.nkisim.trace import compiler_placed
 
 __all__ = [
     "activation",
@@ -284,7 +284,7 @@ def tensor_scalar(
         attrs={
             "api": api,
             "ops": used,
-            **({PLACED_BY: "compiler"} if engine is None or engine == unknown_engine else {}),
+            **compiler_placed(engine is None or engine == unknown_engine),
         },
     )
 

@@ -23,7 +23,7 @@ from nkibench.nkisim.dtypes import promote, sentinel_bits
 from nkibench.nkisim.errors import ConstraintViolation, UnsupportedApi
 from nkibench.nkisim.index import IndexExpr, MaskExpr
 from nkibench.nkisim.tensor import PMAX, Access, Allocation, Buffer, NkiTensor, ParDim
-from nkibench.nkisim.trace import PLACED_BY, Instruction, Operand, Trace
+from nkibench.nkisim.trace import Instruction, Lifetime, Operand, Trace, compiler_placed
 
 __all__ = ["TARGETS", "Config", "Machine", "Read", "current", "running"]
 
@@ -123,6 +123,10 @@ class Layout:
         free = int(np.prod(self.shape[self.par_axis + 1 :], dtype=np.int64))
         blocks = 1 if block else int(np.prod(self.shape[: self.par_axis], dtype=np.int64))
         return blocks * free * self.itemsize
+
+    @property
+    def partitions(self) -> int:
+        return 1 if self.par_axis is None else self.shape[self.par_axis]
 
 
 @dataclass
@@ -599,7 +603,7 @@ class Machine:
             engine, op = (
                 ("dma", "dma_copy") if not target.alloc.on_chip else ("vector", "tensor_copy")
             )
-            placed = {PLACED_BY: "compiler"} if engine == "vector" else None
+            placed = compiler_placed(engine == "vector")
             self.record(op, engine, [read] if read else [], (out, block), attrs=placed)
         self._store_values(target, values, valid, picked)
 
@@ -692,7 +696,7 @@ class Machine:
         engine: str | None = "vector",
         api: str,
     ) -> NkiTensor:
-        """`engine` None: the compiler places it (recorded on VectorE, marked PLACED_BY)."""
+        """`engine` None: the compiler places it (recorded on VectorE, marked compiler-placed)."""
         tiles = [a for a in args if isinstance(a, NkiTensor | Access)]
         if not tiles:
             raise ConstraintViolation(f"{api}: needs at least one tile operand")
@@ -740,7 +744,7 @@ class Machine:
             engine=engine or "vector",
             inputs=reads,
             valid=valid,
-            attrs={"api": api, **({PLACED_BY: "compiler"} if engine is None else {})},
+            attrs={"api": api, **compiler_placed(engine is None)},
         )
 
     def operator(self, name: str, a: NkiTensor, b: Any, *, reverse: bool) -> NkiTensor:
@@ -805,7 +809,7 @@ class Machine:
             engine=engine or "vector",
             inputs=[read],
             valid=read.valid,
-            attrs={"api": api, **({PLACED_BY: "compiler"} if engine is None else {})},
+            attrs={"api": api, **compiler_placed(engine is None)},
         )
 
     def reduce(
@@ -889,19 +893,33 @@ class Machine:
 
     # --- capacity ------------------------------------------------------------------------------
 
-    def capacity(self) -> Capacity:
+    def lifetimes(self) -> list[Lifetime]:
+        """Every on-chip block's lifetime over the trace, in no particular order."""
+        found = []
+        for ident, blocks in self.trace.live.items():
+            layout = self.layouts.get(ident)
+            if layout is None or not layout.buffer.on_chip:
+                continue
+            for block, (first, last) in blocks.items():
+                found.append(
+                    Lifetime(
+                        layout.buffer.value,
+                        first,
+                        last,
+                        layout.bytes_per_partition(block),
+                        layout.partitions,
+                    )
+                )
+        return found
+
+    def capacity(self, lifetimes: list[Lifetime]) -> Capacity:
         """Peak live SBUF bytes per partition and live PSUM banks, over the trace."""
         events: dict[str, list[tuple[int, int]]] = {"sbuf": [], "psum": []}
         bank = self.target.psum_bank_bytes
-        for ident, blocks in self.trace.live.items():
-            alloc = self.layouts.get(ident)
-            if alloc is None or not alloc.buffer.on_chip:
-                continue
-            kind = alloc.buffer.value
-            for block, (first, last) in blocks.items():
-                size = alloc.bytes_per_partition(block)
-                amount = size if kind == "sbuf" else -(-size // bank)
-                events[kind] += [(first, amount), (last + 1, -amount)]
+        for life in lifetimes:
+            size = life.bytes_per_partition
+            amount = size if life.buffer == "sbuf" else -(-size // bank)
+            events[life.buffer] += [(life.first, amount), (life.last + 1, -amount)]
         result = Capacity(
             sbuf_limit=self.target.sbuf_bytes_per_partition,
             psum_banks=self.target.psum_bytes_per_partition // bank,

@@ -14,7 +14,7 @@ from nkibench.nkisim.errors import ConstraintViolation
 from nkibench.nkisim.frontend import JitKernel
 from nkibench.nkisim.machine import Capacity, Config, Machine, running
 from nkibench.nkisim.tensor import NkiTensor
-from nkibench.nkisim.trace import Trace
+from nkibench.nkisim.trace import Lifetime, Trace
 
 __all__ = ["KernelRun", "execute"]
 
@@ -24,6 +24,8 @@ class KernelRun:
     outputs: list[np.ndarray[Any, Any]]
     never_written: list[int]
     trace: Trace
+    lifetimes: list[Lifetime]
+    """The on-chip blocks' lifetimes (capacity, and the cost model's buffer rules)."""
     capacity: Capacity
     affine_lines: set[int]
     seconds: float
@@ -93,7 +95,8 @@ def execute(kernel: Any, args: list[Any], config: Config) -> KernelRun:
     seconds = time.perf_counter() - started
     # The machine is discarded: its output memory becomes the result, uncopied.
     arrays = [np.asarray(o.data) for o in outputs]
-    capacity = machine.capacity()
+    lifetimes = machine.lifetimes()
+    capacity = machine.capacity(lifetimes)
     warnings = list(machine.warnings)
     limit = capacity.sbuf_limit
     notes = []
@@ -118,6 +121,7 @@ def execute(kernel: Any, args: list[Any], config: Config) -> KernelRun:
         outputs=arrays,
         never_written=[_never_written(a) for a in arrays],
         trace=machine.trace,
+        lifetimes=lifetimes,
         capacity=capacity,
         affine_lines=set(machine.affine_lines),
         seconds=seconds,

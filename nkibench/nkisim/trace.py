@@ -10,14 +10,15 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "PLACED_BY",
     "Box",
     "Instruction",
+    "Lifetime",
     "Operand",
     "Trace",
     "WriteLog",
     "box_covers",
     "boxes_intersect",
+    "compiler_placed",
 ]
 
 Box = tuple[tuple[int, int], ...]
@@ -29,6 +30,11 @@ PLACED_BY = "placed"
 """The attribute that marks (value "compiler") an instruction the kernel left to the compiler
 to place on an engine, a copy without `engine=`: nkisim records it on VectorE, and the cost
 model places it as the compiler does."""
+
+
+def compiler_placed(by_compiler: bool) -> dict[str, str]:
+    """The attributes of an instruction, as to who placed it: the mark when the compiler did."""
+    return {PLACED_BY: "compiler"} if by_compiler else {}
 
 
 # Plain loops, not all(...) over generators: these run for every operand of every instruction.
@@ -88,6 +94,10 @@ class Instruction:
     attrs: dict[str, Any] = field(default_factory=dict)
     line: int = 0
 
+    @property
+    def compiler_placed(self) -> bool:
+        return self.attrs.get(PLACED_BY) == "compiler"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "index": self.index,
@@ -99,6 +109,20 @@ class Instruction:
             "attrs": self.attrs,
             "line": self.line,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Lifetime:
+    """One on-chip block's life in program order: from the instruction that first touches it
+    to the last one, and the room it takes (what capacity accounting and the cost model's
+    buffer and spill rules read)."""
+
+    buffer: str
+    """"sbuf" or "psum"."""
+    first: int
+    last: int
+    bytes_per_partition: int
+    partitions: int
 
 
 class WriteLog:

@@ -20,6 +20,7 @@ import pytest
 
 from nkibench.benchmarks.nki import _ladder_summary
 from nkibench.cost import GENERATIONS, MODEL_VERSION, Estimate, estimate, tables
+from nkibench.cost.buffers import plan_buffers
 from nkibench.nkisim.current.frontend import SHADOWED
 from nkibench.nkisim.current.frontend import (
     install_shadow_modules as install_current_shadow_modules,
@@ -27,7 +28,7 @@ from nkibench.nkisim.current.frontend import (
 from nkibench.nkisim.language import tile_size
 from nkibench.nkisim.machine import TARGETS, Config, TargetSpec
 from nkibench.nkisim.runtime import execute
-from nkibench.nkisim.trace import ENGINES
+from nkibench.nkisim.trace import ENGINES, Instruction, Lifetime
 from nkibench.policy.roofline import PEAKS
 from nkibench.sandbox.loader import load_kernel
 from nkibench.suites import CALIBRATION
@@ -44,7 +45,7 @@ def randn(*shape: int, dtype: Any = np.float32) -> np.ndarray:
 
 def modelled(body: str, *args: object, target: str = "trn1") -> Estimate:
     ran = run(body, *args, config=Config(target=target, kernel_file=FILENAME))
-    return estimate(ran.trace.instructions, target)
+    return estimate(ran.trace.instructions, target, ran.lifetimes)
 
 
 # --- the matmul tutorial's ladder (bf16, as in the tutorial) ---------------------------------
@@ -65,7 +66,7 @@ def ladder() -> dict[str, Estimate]:
         ran = execute(kernel, [lhsT, rhs], Config(kernel_file=filename))
         relative = np.linalg.norm(ran.outputs[0].astype(np.float32) - expected)
         assert relative < 1e-2 * np.linalg.norm(expected), name  # the same computation
-        rungs[name] = estimate(ran.trace.instructions)
+        rungs[name] = estimate(ran.trace.instructions, "trn1", ran.lifetimes)
     return rungs
 
 
@@ -124,7 +125,7 @@ def nki_ladder() -> tuple[dict[str, Any], dict[str, Estimate]]:
             error = np.linalg.norm(result.astype(np.float32) - expected)
             assert error < task["correctness"]["rel_tol"] * np.linalg.norm(expected), name
             assert ran.never_written == [0], name  # every element of the result written
-            rungs[name] = estimate(ran.trace.instructions, ladder["target"])
+            rungs[name] = estimate(ran.trace.instructions, ladder["target"], ran.lifetimes)
     return ladder, rungs
 
 
@@ -452,8 +453,8 @@ def test_a_trn3_estimate_of_a_trn2_trace_follows_the_clocks() -> None:
         randn(128, 512, dtype=BF16),
         config=Config(target="trn2", kernel_file=FILENAME),
     )
-    trn2 = estimate(ran.trace.instructions, "trn2")
-    trn3 = estimate(ran.trace.instructions, "trn3")
+    trn2 = estimate(ran.trace.instructions, "trn2", ran.lifetimes)
+    trn3 = estimate(ran.trace.instructions, "trn3", ran.lifetimes)
     assert trn3.busy_ns["vector"] == pytest.approx(trn2.busy_ns["vector"] * 0.96 / 1.2)
     assert trn3.busy_ns["scalar"] == pytest.approx(trn2.busy_ns["scalar"])
     assert trn3.busy_ns["tensor"] == pytest.approx(trn2.busy_ns["tensor"])
@@ -606,3 +607,95 @@ def test_work_scalar_engine_cannot_express_stays_on_vector() -> None:
     placed = modelled(body, randn(8, 128, 512))
     assert placed.instructions["vector"] == 56
     assert placed.busy_ns["scalar"] == 0
+
+
+# --- SBUF buffers per tile, and spills --------------------------------------------------------
+
+STREAM = """
+@nki.jit
+def kernel(x):
+    tiles, free = x.shape[0], x.shape[2]
+    out = nl.ndarray((tiles, 128, free), dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(tiles):
+        t = nl.load(x[i])
+        u = nisa.activation(op=nl.exp, data=t)
+        v = nisa.tensor_scalar(data=u, op0=nl.multiply, operand0=0.5, engine=nisa.vector_engine)
+        nl.store(out[i], value=v)
+    return out
+"""
+
+
+def _without_lifetimes(body: str, *args: object) -> Estimate:
+    ran = run(body, *args, config=Config(target="trn1", kernel_file=FILENAME))
+    return estimate(ran.trace.instructions, "trn1")
+
+
+def test_loads_run_ahead_of_compute_only_as_far_as_sbuf_has_buffers() -> None:
+    """Three 64 KiB tiles per iteration fill a 192 KiB partition: one buffer each, so the next
+    load waits for this iteration's compute; 2 KiB tiles leave room for many buffers and run
+    exactly as with unlimited ones."""
+    big = randn(8, 128, 16384)
+    one_buffer = modelled(STREAM, big)
+    unlimited = _without_lifetimes(STREAM, big)
+    assert one_buffer.counters["sbuf_buffers_per_tile"] == 1
+    assert one_buffer.busy_ns == pytest.approx(unlimited.busy_ns)  # the same work
+    assert one_buffer.latency_ns > 1.2 * unlimited.latency_ns
+    small = randn(64, 128, 512)
+    many = modelled(STREAM, small)
+    assert many.counters["sbuf_buffers_per_tile"] == (192 * 1024) // (3 * 2048)
+    assert many.latency_ns == pytest.approx(_without_lifetimes(STREAM, small).latency_ns)
+
+
+HELD = """
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((128, 24576), dtype=x.dtype, buffer=nl.shared_hbm)
+    a = nl.load(x[0])
+    b = nl.load(x[1])
+    c = nl.load(x[2])
+    nl.store(out, value=nl.add(nl.add(a, b), c))
+    return out
+"""
+
+
+def test_tiles_live_beyond_a_partition_are_spilled_whole_and_charged() -> None:
+    """Three 96 KiB tiles at once: a and b fill the 192 KiB partition, so c is spilled whole, a
+    load read again from HBM before its reader; a + b's result, written while a and b are
+    still live, is spilled too, saved and read back. 12 KiB tiles never spill."""
+    tile = 96 * 1024 * 128
+    spilled = modelled(HELD, randn(3, 128, 24576))
+    assert spilled.counters["spill_save_bytes"] == tile
+    assert spilled.counters["spill_reload_bytes"] == 2 * tile
+    unlimited = _without_lifetimes(HELD, randn(3, 128, 24576))
+    assert spilled.counters["hbm_read_bytes"] == unlimited.counters["hbm_read_bytes"] + 2 * tile
+    assert spilled.counters["hbm_write_bytes"] == unlimited.counters["hbm_write_bytes"] + tile
+    spill_ns = 3 * tile / GENERATIONS["trn1"].hbm_bytes_per_ns_per_core.value
+    assert spilled.latency_ns > unlimited.latency_ns + 0.5 * spill_ns
+    fits = modelled(HELD.replace("24576", "3072"), randn(3, 128, 3072))
+    assert fits.counters["spill_save_bytes"] == fits.counters["spill_reload_bytes"] == 0
+
+
+@pytest.mark.parametrize(
+    ("capacity_kib", "waits"),
+    [
+        (192, {4: 1, 5: 1, 6: 3, 7: 3}),
+        # 40 KiB left over after two sets: one more buffer for line 10, which allocates first
+        (200, {5: 1, 6: 1, 7: 3}),
+    ],
+)
+def test_a_tile_reuses_the_buffer_of_the_tile_depth_iterations_earlier(
+    capacity_kib: int, waits: dict[int, int]
+) -> None:
+    """Two statements (lines 10 and 11) allocate a 40 KiB tile per iteration: 80 KiB an
+    iteration, so a 192 KiB partition holds two of each; iteration 2's load (instruction 4)
+    waits for iteration 0's last read (instruction 1), iteration 3's for iteration 1's."""
+    instructions = [
+        Instruction(index, "op", "vector", [], None, line=10 + index % 2) for index in range(8)
+    ]
+    kib = 1024
+    lifetimes = [Lifetime("sbuf", 2 * i, 2 * i + 1, 40 * kib, 128) for i in range(4)]
+    lifetimes += [Lifetime("sbuf", 2 * i + 1, 2 * i + 1, 40 * kib, 128) for i in range(4)]
+    plan = plan_buffers(instructions, lifetimes, capacity_kib * kib, lambda size: size / 410)
+    assert plan.depth == 2
+    assert plan.waits == waits
+    assert plan.spills == []

@@ -101,7 +101,7 @@ def _first_seed_details(request: dict[str, Any], run: KernelRun) -> dict[str, An
             "psum_banks": run.capacity.psum_banks,
         },
         "estimate": (
-            estimate(run.trace.instructions, request["target"]).to_json()
+            estimate(run.trace.instructions, request["target"], run.lifetimes).to_json()
             if request.get("estimate")
             else None
         ),

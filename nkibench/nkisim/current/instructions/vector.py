@@ -32,7 +32,7 @@ from nkibench.nkisim.machine import F32 as _F32
 from nkibench.nkisim.tensor import Access as _Access
 from nkibench.nkisim.tensor import Buffer as _Buffer
 from nkibench.nkisim.tensor import NkiTensor as _NkiTensor
-from nkibench.nkisim.trace import PLACED_BY as _PLACED_BY
+from nkibench.nkisim.trace import compiler_placed
 
 _Array = np.ndarray[Any, Any]
 
@@ -130,7 +130,7 @@ def tensor_scalar(
         op="tensor_scalar",
         engine=chosen,
         inputs=reads,
-        attrs={"ops": ops_used, **({_PLACED_BY: "compiler"} if chosen_by_compiler(engine) else {})},
+        attrs={"ops": ops_used, **compiler_placed(chosen_by_compiler(engine))},
     )
 
 
@@ -183,7 +183,7 @@ def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: Any = No
     no_psum_on_gpsimd(api, chosen, read.source)
     target = compute_dst(dst, api, chosen)
     values = read.values if read.values.dtype == target.dtype else _o.as_f32(read.values)
-    placed = {_PLACED_BY: "compiler"} if chosen_by_compiler(engine) else None
+    placed = compiler_placed(chosen_by_compiler(engine))
     _o.emit(
         machine, api, target, values, op="tensor_copy", engine=chosen, inputs=[read], attrs=placed
     )
