@@ -828,3 +828,64 @@ def kernel(x):
         run_source(source, randn(*shape).astype(dtype))
     fine = source.replace(", dge_mode=nisa.dge_mode.hwdge", "")  # the default mode has none
     run_source(fine, randn(*shape).astype(dtype))
+
+
+STREAM = (
+    PRELUDE
+    + """
+@nki.jit
+def kernel(x):
+    tiles, free = x.shape[0], x.shape[2]
+    out = nl.ndarray((tiles, 128, free), dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(tiles):
+        t = nl.ndarray((128, free), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[i])
+        u = nl.ndarray((128, free), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.activation(dst=u, op=nl.exp, data=t)
+        v = nl.ndarray((128, free), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=v, data=u, op0=nl.multiply, operand0=0.5)
+        nisa.dma_copy(dst=out[i], src=v)
+    return out
+"""
+)
+
+
+def test_current_kernels_get_the_same_sbuf_buffers_and_spills() -> None:
+    """The cost model's SBUF room reads the machine's lifetimes, whichever front made them:
+    three 64 KiB tiles an iteration fill trn2's 224 KiB partition once, so each tile waits for
+    the previous iteration's reader of its buffer (load, exp, multiply, store: instructions
+    4i..4i+3); four 64 KiB tiles held at once spill one."""
+    from nkibench.cost import estimate
+    from nkibench.cost.buffers import plan_buffers
+
+    big = run_source(STREAM, randn(8, 128, 16384))
+    assert [i.op for i in big.trace.instructions[:4]] == [
+        "dma_copy",
+        "activation",
+        "tensor_scalar",
+        "dma_copy",
+    ]
+    plan = plan_buffers(big.trace.instructions, big.lifetimes, 224 * 1024, lambda size: 0.0)
+    assert plan.depth == 1
+    assert plan.waits == {4 * i + k: 4 * i + k - 3 for i in range(1, 8) for k in range(3)}
+    one_buffer = estimate(big.trace.instructions, "trn2", big.lifetimes)
+    assert one_buffer.counters["sbuf_buffers_per_tile"] == 1
+    held = (
+        PRELUDE
+        + """
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((128, 16384), dtype=x.dtype, buffer=nl.shared_hbm)
+    tiles = [nl.ndarray((128, 16384), dtype=x.dtype, buffer=nl.sbuf) for _ in range(4)]
+    for k in range(4):
+        nisa.dma_copy(dst=tiles[k], src=x[k])
+    for k in range(1, 4):
+        nisa.tensor_tensor(dst=tiles[0], data1=tiles[0], data2=tiles[k], op=nl.add)
+    nisa.dma_copy(dst=out, src=tiles[0])
+    return out
+"""
+    )
+    ran = run_source(held, randn(4, 128, 16384))
+    spilled = estimate(ran.trace.instructions, "trn2", ran.lifetimes)
+    assert spilled.counters["spill_reload_bytes"] == 64 * 1024 * 128  # one load, read again
+    assert spilled.counters["spill_save_bytes"] == 0
