@@ -78,15 +78,21 @@ def _event_columns(dialect: str) -> tuple[sa.ColumnElement[Any], ...]:
     return tuple(selected)
 
 
+EMPTY_JSON_OBJECT = ("{}", b"{}")
+
+
 def _json(value: Any) -> Any:
-    """SQLite hands back the JSON text; psycopg has already parsed jsonb."""
-    return orjson.loads(value) if isinstance(value, str | bytes) else value
+    """SQLite hands back the JSON text; psycopg has already parsed jsonb. An empty object (most
+    events' metadata) is not parsed at all."""
+    if isinstance(value, str | bytes):
+        return {} if value in EMPTY_JSON_OBJECT else orjson.loads(value)
+    return value
 
 
 def _utc(value: Any) -> datetime:
     """SQLite hands back 'YYYY-MM-DD HH:MM:SS.ffffff' in UTC; psycopg an aware datetime."""
     if isinstance(value, str):
-        return datetime.fromisoformat(value).replace(tzinfo=UTC)
+        return datetime.fromisoformat(value + "+00:00")  # 5x faster than .replace(tzinfo=)
     assert isinstance(value, datetime)
     return value.astimezone(UTC)
 
@@ -108,8 +114,35 @@ def _stored(row: Any) -> StoredEvent:
     )
 
 
+def _fetch_tuples(connection: Connection, query: sa.Select[Any]) -> Sequence[Any]:
+    """The rows as the driver returns them: SQLAlchemy's Row objects cost a replay a tenth of
+    its time, and `_stored` reads plain tuples as well."""
+    compiled = query.compile(
+        dialect=connection.dialect, compile_kwargs={"render_postcompile": True}
+    )
+    params = compiled.construct_params()
+    arguments: Any = (
+        tuple(params[name] for name in compiled.positiontup or ())
+        if compiled.positional
+        else params
+    )
+    driver_error = connection.dialect.loaded_dbapi.Error
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute(compiled.string, arguments)
+        return cursor.fetchall()
+    except driver_error as e:  # as SQLAlchemy would have wrapped it, for `translated`
+        raise sa.exc.DBAPIError.instance(compiled.string, arguments, e, driver_error) from e
+    finally:
+        cursor.close()
+
+
 class _PostgresListener:
     """LISTEN on a dedicated autocommit connection; notifications are wake-up hints.
+
+    The channel is shared by every schema of the database, so a notification counts only when
+    its payload ("schema:position") names this connection's schema and a position past the
+    waiter's: another log's appends (another accelopt, a benchmark) wake nobody here.
 
     A psycopg connection must not be closed by one thread while another waits on it, so
     `close()` only flags; the waiting thread, which wakes at least every WAKE_SLICE seconds,
@@ -122,6 +155,8 @@ class _PostgresListener:
         conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
         self._connection = psycopg.connect(conninfo, autocommit=True)
         self._connection.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        row = self._connection.execute("SELECT current_schema()").fetchone()
+        self._schema = row[0] if row else None
         self._lock = threading.Lock()
         self._waiting = False
         self._closed = threading.Event()
@@ -138,14 +173,19 @@ class _PostgresListener:
                 if remaining <= 0:
                     return False
                 slice_ = min(remaining, self.WAKE_SLICE)
-                for _ in self._connection.notifies(timeout=slice_, stop_after=1):
-                    return True
+                for notify in self._connection.notifies(timeout=slice_, stop_after=1):
+                    if self._concerns(notify.payload, after):
+                        return True
             return False
         finally:
             with self._lock:
                 self._waiting = False
                 if self._closed.is_set():
                     self._connection.close()
+
+    def _concerns(self, payload: str, after: int) -> bool:
+        schema, _, position = payload.rpartition(":")
+        return schema == self._schema and position.isdigit() and int(position) > after
 
     def close(self) -> None:
         with self._lock:
@@ -282,8 +322,10 @@ class SqlEventStore(EventStore):
         connection.execute(events.insert(), rows)
         last_position = head + len(rows)
         if self.dialect == "postgresql":
-            # One notification per transaction, delivered at commit: a hint for listeners.
-            connection.execute(sa.select(sa.func.pg_notify(NOTIFY_CHANNEL, str(last_position))))
+            # One notification per transaction, delivered at commit: a hint for listeners. The
+            # channel is the database's, so the payload names the log (its schema).
+            payload = sa.func.concat(sa.func.current_schema(), ":", str(last_position))
+            connection.execute(sa.select(sa.func.pg_notify(NOTIFY_CHANNEL, payload)))
         return AppendResult(
             first_position=head + 1,
             last_position=last_position,
@@ -309,14 +351,17 @@ class SqlEventStore(EventStore):
                 query = query.where(events.c.position <= until)
             if types is not None:
                 query = query.where(events.c.type.in_(list(types)))
-            query = query.order_by(events.c.position).limit(page)
+            # the page size inline: a LIMIT parameter leaves PostgreSQL a generic plan that sorts
+            query = query.order_by(events.c.position).limit(
+                sa.bindparam("page", page, literal_execute=True)
+            )
             with self._read() as connection:
-                rows = connection.execute(query).all()
+                rows = _fetch_tuples(connection, query)
             for row in rows:
                 yield _stored(row)
             if len(rows) < page:
                 return
-            after = rows[-1].position
+            after = rows[-1][0]  # the position
             if remaining is not None:
                 remaining -= len(rows)
 

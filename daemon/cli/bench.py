@@ -80,10 +80,12 @@ def bench_store(ctx: click.Context, count: int, as_json: bool) -> None:
         "append_single_per_s",
         "append_batch_per_s",
         "replay_per_s",
+        "raw_read_per_s",
+        "replay_over_raw",
         "replay_peak_rss_mb",
     ):
         op, bound = STORE_TARGETS.get(key, ("", None))
-        table.add_row(key, f"{result[key]:,}", f"{op} {bound:,.0f}" if bound else "")
+        table.add_row(key, f"{result[key]:,}", f"{op} {bound:,g}" if bound else "")
     print_table(table)
 
 

@@ -275,6 +275,10 @@ def test_bench_store_prints_its_numbers(accelopt: Callable[..., Run]) -> None:
     assert numbers["events"] == 3000
     for key in ("append_single_per_s", "append_batch_per_s", "replay_per_s", "replay_peak_rss_mb"):
         assert numbers[key] > 0, key
+    # the anchor read the same rows; the ratio is the two speeds, replay over raw
+    assert numbers["raw_read_per_s"] > numbers["replay_per_s"]
+    ratio = numbers["replay_per_s"] / numbers["raw_read_per_s"]
+    assert numbers["replay_over_raw"] == pytest.approx(ratio, rel=0.05)
 
 
 def test_installed_program(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,6 +14,7 @@ from events.codec import encode
 from events.envelope import ExpectedVersion, NewEvent
 from store.base import BLOB_COMPRESS_FROM, Checkpoint, EventStore, Snapshot
 from store.errors import IdempotencyConflict, InvalidPayload, StoreError, WrongExpectedVersion
+from store.sql import SqlEventStore
 from tests.support import factories
 
 
@@ -200,14 +202,38 @@ def test_subscription_catches_up_then_wakes_on_append(store: EventStore) -> None
     store.append("s", [event()] * 3)
     with store.subscribe(after=1, poll_interval=10.0) as subscription:
         assert [s.position for s in subscription.poll(0)] == [2, 3]
-        threading.Timer(0.2, lambda: store.append("s", [event()])).start()
+        appender = threading.Timer(0.2, lambda: store.append("s", [event()]))
+        appender.start()
         started = time.monotonic()
         woken = subscription.poll(10.0)
+        appender.join()  # never left to append after the test, into a dropped database
         assert [s.position for s in woken] == [4]
         # Woken by the append (in-process wake-up or LISTEN/NOTIFY), not by the poll interval.
         assert time.monotonic() - started < 5.0
         assert subscription.position == 4
         assert subscription.poll(0) == []
+
+
+@pytest.mark.postgres
+def test_appends_to_another_schema_wake_no_subscriber_here(
+    fresh_pg_url: Callable[[], str], open_stores: Callable[[str], SqlEventStore]
+) -> None:
+    """The NOTIFY channel is the database's: another log in the same database (another
+    accelopt, a benchmark) appending must not wake this log's subscribers, whose poll would
+    return empty before its time."""
+    mine, other = open_stores(fresh_pg_url()), open_stores(fresh_pg_url())
+    with mine.subscribe(poll_interval=10.0) as subscription:
+        assert subscription.poll(0) == []
+        elsewhere = threading.Timer(0.2, lambda: other.append("s", [event()]))
+        elsewhere.start()
+        started = time.monotonic()
+        assert subscription.poll(1.5) == []
+        elsewhere.join()
+        assert time.monotonic() - started >= 1.4
+        here = threading.Timer(0.2, lambda: mine.append("s", [event()]))
+        here.start()
+        assert [s.position for s in subscription.poll(10.0)] == [1]
+        here.join()
 
 
 def test_closing_a_subscription_ends_its_iteration_promptly(store: EventStore) -> None:
