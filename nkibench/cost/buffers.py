@@ -52,7 +52,7 @@ class BufferPlan:
     """Instruction index → the instruction it waits for: the last to touch the buffer that the
     instruction's new tile reuses."""
     depth: int = 0
-    """Buffers per tile-allocating statement (0 when the kernel has no SBUF tiles)."""
+    """Buffer sets per tile-allocating statement (0 when the kernel has no SBUF tiles)."""
     spills: list[Spill] = field(default_factory=list)
 
     @property
