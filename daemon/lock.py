@@ -8,7 +8,9 @@ dies (SIGKILL included):
 - SQLite: an exclusive `flock` on `<database>.daemon.lock`, which also names the holder;
 - PostgreSQL: a session advisory lock, per schema, on a connection of its own whose
   application_name names the holder.
-A second daemon refuses to start, naming the holder's PID and host.
+A second daemon refuses to start, naming the holder's PID and host; on PostgreSQL, one started
+as a standby (`--standby`) waits instead, and takes the database over once the holder's session
+ends (its process died or stopped): the log holds everything it needs to resume.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import fcntl
 import json
 import os
 import platform
+import time
 import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -25,13 +28,20 @@ from pathlib import Path
 from typing import ClassVar
 
 import sqlalchemy as sa
+import structlog
 from sqlalchemy.engine import Connection, Engine
 
 from events.errors import AccelOptError
 from store.engine import make_engine, normalize_url, sqlite_path
 from store.errors import StoreError
 
-__all__ = ["AnotherDaemon", "DaemonLock"]
+__all__ = ["AnotherDaemon", "DaemonLock", "StandbyNeedsPostgres"]
+
+log = structlog.get_logger("accelopt.daemon")
+
+STANDBY_POLL_S = 1.0
+"""How often a standby tries the lock: a takeover starts at most this long after the holder's
+session ends (PostgreSQL ends it as soon as the holder's connection drops)."""
 
 NAMESPACE = 0x0ACC
 """The first key of accelopt's PostgreSQL advisory locks (the second is the schema's)."""
@@ -41,6 +51,12 @@ class AnotherDaemon(AccelOptError):
     """Another daemon holds this database."""
 
     exit_code: ClassVar[int] = 8
+
+
+class StandbyNeedsPostgres(AccelOptError):
+    """--standby on a database only one host can reach."""
+
+    exit_code: ClassVar[int] = 2
 
 
 def _holder() -> dict[str, object]:
@@ -77,6 +93,31 @@ class DaemonLock:
         if path is not None:
             return cls._file(path)
         return cls._advisory(make_engine(parsed, pool_size=1))
+
+    @classmethod
+    def acquire_as_standby(cls, url: str, poll_s: float = STANDBY_POLL_S) -> DaemonLock:
+        """Wait for the daemon holding a PostgreSQL database to go, then take its lock. On
+        SQLite there is no standby: one host, one daemon."""
+        parsed = normalize_url(url)
+        if sqlite_path(parsed) is not None:
+            raise StandbyNeedsPostgres(
+                f"{parsed.render_as_string()}: --standby needs PostgreSQL (a SQLite database has "
+                "one daemon, on the host that holds the file)"
+            )
+        engine = make_engine(parsed, pool_size=1)
+        waiting_since: float | None = None
+        while True:
+            try:
+                lock = cls._advisory(engine)
+            except AnotherDaemon as e:
+                if waiting_since is None:
+                    waiting_since = time.monotonic()
+                    log.info("standby", holder=str(e))
+                time.sleep(poll_s)
+                continue
+            if waiting_since is not None:
+                log.info("taking over", waited_s=round(time.monotonic() - waiting_since, 1))
+            return lock
 
     def release(self) -> None:
         self._release.close()

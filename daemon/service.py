@@ -127,6 +127,8 @@ class DaemonOptions:
     """The daemon's own resident memory (its kernels' processes apart) past which it drains and
     exits with RECYCLE_EXIT, for its supervisor to start a fresh one that resumes from the log:
     memory a long-lived CPython process once held is not always given back. None: no ceiling."""
+    standby: bool = False
+    """Wait for the daemon holding the (PostgreSQL) database to go, then take over."""
     cooldown_s: float = 60.0
     """How long a task whose search crashed waits before the next."""
 
@@ -222,7 +224,10 @@ class Daemon:
         """Take the database (one daemon per database), migrate it, and build every part. A
         --shapes value no task has is refused first, before anything is recorded."""
         startup.check_shapes(options.shapes, options.watch)
-        lock = DaemonLock.acquire(database_url)
+        if options.standby:
+            lock = DaemonLock.acquire_as_standby(database_url)
+        else:
+            lock = DaemonLock.acquire(database_url)
         try:
             engine = make_engine(database_url)
             try:

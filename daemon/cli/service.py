@@ -97,6 +97,12 @@ DAEMON_BACKEND = "nkisim"
     "systemd to start a fresh one (0: no ceiling).",
 )
 @click.option(
+    "--standby",
+    is_flag=True,
+    help="PostgreSQL: if another daemon holds the database, wait and take over when it goes "
+    "(a second coordinator on another host).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -120,6 +126,7 @@ def daemon_command(
     snapshot_s: float,
     checkpoint_s: float,
     max_resident_mb: float,
+    standby: bool,
     log_level: str,
     **search: int,
 ) -> None:
@@ -145,6 +152,7 @@ def daemon_command(
         unsafe_sandbox=app.unsafe_sandbox,
         store_patience_s=app.settings.daemon_store_patience_s,
         max_resident_mb=max_resident_mb or None,
+        standby=standby,
     )
     url = app.database_url
     if url.startswith("sqlite:///"):

@@ -12,7 +12,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,15 @@ import numpy as np
 import pytest
 
 from daemon.notify import Notifier
-from events.catalog import KernelDemoted, KernelPromoted, SearchFinished
+from events.catalog import (
+    BeamSelected,
+    CandidateRejected,
+    KernelDemoted,
+    KernelPromoted,
+    LLMCallCompleted,
+    SearchFinished,
+    SearchStarted,
+)
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from tests.support import DATA, REPOSITORY, agent_script
 from tests.support.daemon_process import DaemonProcess, wait_until
@@ -280,3 +290,80 @@ def test_a_promoted_kernel_failing_on_fresh_inputs_is_demoted(tmp_path: Path) ->
             assert daemon.accelopt("export", "identity").returncode == 1
         finally:
             assert daemon.stop() == 0
+
+
+@pytest.mark.postgres
+def test_a_standby_takes_over_a_killed_coordinator_and_ends_like_an_uninterrupted_run(
+    tmp_path: Path, fresh_pg_url: Callable[[], str]
+) -> None:
+    """Two daemons on one PostgreSQL schema, the second a standby. kill -9 the leader in the
+    middle of a search (its third executor call never answered): the standby takes over within
+    30 s, asks no recorded LLM call again, and ends where an uninterrupted run ends."""
+    guard = threading.Lock()
+    state = {"armed": True, "executor_requests": 0}
+    held = threading.Event()
+
+    def script(request: Request) -> Reply:
+        if request.model == "executor-model":
+            with guard:
+                state["executor_requests"] += 1
+                hold = state["armed"] and state["executor_requests"] == 3
+            if hold:
+                held.set()
+                return Reply(text="never delivered", delay_s=60)
+        return agent_script.answer(request)
+
+    with running_llm(script) as llm:
+        env = {"ACCELOPT_DB": fresh_pg_url(), **llm_env(llm.url)}
+        leader = DaemonProcess(tmp_path / "pair", *AGENTS, env=env)
+        standby = DaemonProcess(tmp_path / "pair", *AGENTS, "--standby", env=env)
+        leader.drop(SUITE / "silu", "silu")
+        leader.start()
+        standby.start(ready=False)
+        try:
+            wait_until(lambda: '"event": "standby"' in standby.log_text(), 60, "the standby")
+            assert held.wait(300), "the search never reached its third executor call"
+            time.sleep(0.5)  # the other answers in flight are recorded
+            recorded = {
+                call.call_id for call in leader.events(LLMCallCompleted) if call.error is None
+            }
+            assert recorded, "nothing was recorded before the kill"
+            assert not finished(leader), "the search ended before the kill"
+            asked_before = len(llm.requests)
+            with guard:
+                state["armed"] = False
+            killed = time.monotonic()
+            leader.stop(signal.SIGKILL)
+            wait_until(
+                lambda: standby.log_text().count('"event": "ready"') == 2, 30, "the takeover"
+            )
+            assert time.monotonic() - killed < 30
+            wait_until(lambda: finished(standby), 300, "the search after the takeover")
+        finally:
+            if leader.alive():
+                leader.stop(signal.SIGKILL)
+            assert standby.stop() == 0
+        asked_after = [r.call_id for r in llm.requests[asked_before:]]
+        assert asked_after, "the standby had work left to ask for"
+        assert not set(asked_after) & recorded, "an answer already recorded was asked again"
+
+        clean = DaemonProcess(tmp_path / "clean", *AGENTS, env=llm_env(llm.url))
+        clean.drop(SUITE / "silu", "silu")
+        clean.start()
+        try:
+            wait_until(lambda: finished(clean), 300, "the uninterrupted search")
+        finally:
+            assert clean.stop() == 0
+    assert len(finished(standby)) == len(finished(clean)) == 1
+    assert finished(standby)[0].best_candidate_id == finished(clean)[0].best_candidate_id
+    assert memory(standby) == memory(clean)
+    assert len(standby.events(KernelPromoted, task="silu")) == 1
+    for kind in (SearchStarted, BeamSelected, CandidateRejected):
+        assert len(standby.events(kind)) == len(clean.events(kind)), kind.__name__
+
+
+def test_standby_needs_postgresql(tmp_path: Path) -> None:
+    daemon = DaemonProcess(tmp_path, *AGENTS, "--standby")
+    daemon.start(ready=False)
+    assert daemon.wait() == 2
+    assert "--standby needs PostgreSQL" in daemon.log_text()
