@@ -20,6 +20,7 @@ from store.engine import make_engine, normalize_url
 from store.memory import MemoryEventStore
 from store.migrate import upgrade
 from store.sql import SqlEventStore
+from tests.support.postgres import PostgresServer
 
 PG_URL = os.environ.get("ACCELOPT_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 E2E = Path(__file__).with_name("e2e")
@@ -70,7 +71,14 @@ def pg_admin() -> Iterator[sa.Engine]:
 
 
 @pytest.fixture
-def fresh_pg_url(pg_admin: sa.Engine) -> Iterator[UrlFactory]:
+def postgres_server(pg_admin: sa.Engine) -> Iterator[PostgresServer]:
+    server = PostgresServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def fresh_pg_url(pg_admin: sa.Engine, postgres_server: PostgresServer) -> Iterator[UrlFactory]:
     """Makes migrated PostgreSQL databases: each a schema of its own, dropped afterwards."""
     schemas: list[str] = []
 

@@ -25,6 +25,7 @@ from store.engine import make_engine
 from store.jobs.sql import SqlJobQueue
 from store.sql import SqlEventStore
 from tests.support.daemon_process import DaemonProcess, wait_until
+from tests.support.postgres import PostgresServer
 
 SMALL = ("--shapes", "small")
 PATIENT = {"ACCELOPT_DAEMON_STORE_PATIENCE_S": "8"}
@@ -267,19 +268,22 @@ def _restart_postgresql() -> None:
 
 @pytest.mark.postgres
 def test_a_postgresql_restart_in_the_middle_of_a_run_is_waited_out(
-    tmp_path: Path, fresh_pg_url: Callable[[], str]
+    tmp_path: Path, fresh_pg_url: Callable[[], str], postgres_server: PostgresServer
 ) -> None:
-    """(Once the daemon exited 1 within seconds, without DaemonStopped.)"""
+    """(Once the daemon exited 1 within seconds, without DaemonStopped.) The restart waits for
+    the other tests on the server to end, and they for it (a standby test's leader lost its
+    connections to it once)."""
     url = fresh_pg_url()
     daemon = DaemonProcess(tmp_path, *SMALL, env={"ACCELOPT_DB": url})
     daemon.start()
     try:
         daemon.drop(NKI_LEGACY_SUITE / "silu", "silu")
         wait_until(lambda: daemon.events(ProfileRecorded, task="silu"), 120, "a baseline")
-        restart = threading.Thread(target=_restart_postgresql)
-        restart.start()
-        daemon.drop(NKI_LEGACY_SUITE / "adamw", "adamw")  # recorded while the server restarts
-        restart.join()
+        with postgres_server.alone():
+            restart = threading.Thread(target=_restart_postgresql)
+            restart.start()
+            daemon.drop(NKI_LEGACY_SUITE / "adamw", "adamw")  # recorded while it restarts
+            restart.join()
         wait_until(lambda: daemon.events(SearchFinished, task="adamw"), 120, "the next search")
         assert daemon.alive()
     finally:

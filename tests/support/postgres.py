@@ -1,0 +1,38 @@
+"""The tests' one PostgreSQL server, shared: a test that restarts it has it to itself."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["SERVER_LOCK", "PostgresServer"]
+
+SERVER_LOCK = Path(tempfile.gettempdir()) / "accelopt-tests-postgresql.lock"
+"""Every test on the PostgreSQL server holds this lock shared (flock) while it runs; a test that
+restarts the server takes it for itself first, so that no other test, in this process, another
+xdist worker or another run on this machine, loses its connections to the restart."""
+
+
+class PostgresServer:
+    """This test's share of the one PostgreSQL server."""
+
+    def __init__(self) -> None:
+        self._fd = os.open(SERVER_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        fcntl.flock(self._fd, fcntl.LOCK_SH)
+
+    @contextlib.contextmanager
+    def alone(self) -> Iterator[None]:
+        """Until the block ends, no other test uses the server (this test's share becomes the
+        whole once the others' running tests end)."""
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_SH)
+
+    def close(self) -> None:
+        os.close(self._fd)
