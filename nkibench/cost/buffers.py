@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from nkibench.cost.costs import is_hbm
-from nkibench.nkisim.trace import Instruction, Lifetime
+from nkibench.nkisim.trace import Instruction, Lifetime, peak_overlap
 
 __all__ = ["BufferPlan", "Spill", "plan_buffers"]
 
@@ -62,16 +62,6 @@ class BufferPlan:
     @property
     def reloaded_bytes(self) -> int:
         return sum(s.bytes for s in self.spills)
-
-
-def _most_at_once(lives: Sequence[Lifetime]) -> int:
-    """The most of these lifetimes that overlap (program order)."""
-    events = sorted([(life.first, 1) for life in lives] + [(life.last + 1, -1) for life in lives])
-    level = most = 0
-    for _, change in events:
-        level += change
-        most = max(most, level)
-    return most
 
 
 def _spilled(lives: Sequence[Lifetime], capacity: float) -> list[Lifetime]:
@@ -131,7 +121,10 @@ def plan_buffers(
     by_statement: dict[int, list[Lifetime]] = defaultdict(list)
     for life in sbuf:
         by_statement[instructions[life.first].line].append(life)
-    at_once = {line: _most_at_once(lives) for line, lives in by_statement.items()}
+    at_once = {  # the most of a statement's tiles live at once
+        line: peak_overlap((life.first, life.last, 1) for life in lives)[0]
+        for line, lives in by_statement.items()
+    }
     size = {
         line: max(life.bytes_per_partition for life in lives)
         for line, lives in by_statement.items()

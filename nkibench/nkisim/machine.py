@@ -23,7 +23,14 @@ from nkibench.nkisim.dtypes import promote, sentinel_bits
 from nkibench.nkisim.errors import ConstraintViolation, UnsupportedApi
 from nkibench.nkisim.index import IndexExpr, MaskExpr
 from nkibench.nkisim.tensor import PMAX, Access, Allocation, Buffer, NkiTensor, ParDim
-from nkibench.nkisim.trace import Instruction, Lifetime, Operand, Trace, compiler_placed
+from nkibench.nkisim.trace import (
+    Instruction,
+    Lifetime,
+    Operand,
+    Trace,
+    compiler_placed,
+    peak_overlap,
+)
 
 __all__ = ["TARGETS", "Config", "Machine", "Read", "current", "running"]
 
@@ -914,25 +921,19 @@ class Machine:
 
     def capacity(self, lifetimes: list[Lifetime]) -> Capacity:
         """Peak live SBUF bytes per partition and live PSUM banks, over the trace."""
-        events: dict[str, list[tuple[int, int]]] = {"sbuf": [], "psum": []}
         bank = self.target.psum_bank_bytes
-        for life in lifetimes:
-            size = life.bytes_per_partition
-            amount = size if life.buffer == "sbuf" else -(-size // bank)
-            events[life.buffer] += [(life.first, amount), (life.last + 1, -amount)]
         result = Capacity(
             sbuf_limit=self.target.sbuf_bytes_per_partition,
             psum_banks=self.target.psum_bytes_per_partition // bank,
         )
-        for kind, items in events.items():
-            level = peak = peak_at = 0
-            for position, delta in sorted(items, key=lambda e: (e[0], e[1])):
-                level += delta
-                if level > peak:
-                    peak, peak_at = level, position
-            if kind == "sbuf":
-                result.sbuf_peak_bytes = peak
-            else:
-                result.psum_peak_banks = peak
-            result.at_instruction[kind] = peak_at
+        result.sbuf_peak_bytes, result.at_instruction["sbuf"] = peak_overlap(
+            (life.first, life.last, life.bytes_per_partition)
+            for life in lifetimes
+            if life.buffer == "sbuf"
+        )
+        result.psum_peak_banks, result.at_instruction["psum"] = peak_overlap(
+            (life.first, life.last, -(-life.bytes_per_partition // bank))
+            for life in lifetimes
+            if life.buffer == "psum"
+        )
         return result

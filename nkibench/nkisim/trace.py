@@ -5,6 +5,7 @@ issued it. The cost model schedules it; capacity accounting reads its liveness."
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ __all__ = [
     "box_covers",
     "boxes_intersect",
     "compiler_placed",
+    "peak_overlap",
 ]
 
 Box = tuple[tuple[int, int], ...]
@@ -123,6 +125,22 @@ class Lifetime:
     last: int
     bytes_per_partition: int
     partitions: int
+
+
+def peak_overlap(spans: Iterable[tuple[int, int, int]]) -> tuple[int, int]:
+    """The most that (first, last, amount) spans of program order hold at once, and the
+    position where that is first reached; a span ending just before a position frees its
+    amount before one starting there takes its own."""
+    events: list[tuple[int, int]] = []
+    for first, last, amount in spans:
+        events += [(first, amount), (last + 1, -amount)]
+    events.sort()
+    level = peak = peak_at = 0
+    for position, change in events:
+        level += change
+        if level > peak:
+            peak, peak_at = level, position
+    return peak, peak_at
 
 
 class WriteLog:
