@@ -45,6 +45,11 @@ class Spill:
     transfer_ns: float
     """How long one transfer (the save or the reload) holds the DMA engines."""
 
+    @property
+    def transfers(self) -> int:
+        """The save, if any, and the reload."""
+        return 2 if self.saved else 1
+
 
 @dataclass(frozen=True)
 class BufferPlan:

@@ -86,7 +86,7 @@ class Schedule:
 def _spill(fabric: DmaFabric, spill: Spill, produced: float) -> float:
     """Place a spilled tile's save (if any) and reload; return when it is back in SBUF."""
     back = produced
-    for _ in range(2 if spill.saved else 1):
+    for _ in range(spill.transfers):
         back = fabric.place(back, spill.transfer_ns) + spill.transfer_ns
     return back
 
@@ -145,7 +145,7 @@ def schedule(
         for spill in spilled_by.get(instruction.index, ()):
             back = _spill(fabric, spill, done)
             reloaded[spill.reader] = max(reloaded.get(spill.reader, 0.0), back)
-            busy["dma"] += spill.transfer_ns * (2 if spill.saved else 1)
+            busy["dma"] += spill.transfer_ns * spill.transfers
         makespan = max(makespan, done)
         busy[engine] += c.busy_ns
         counts[engine] += 1

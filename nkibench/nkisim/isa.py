@@ -57,8 +57,13 @@ class reduce_cmd:
     reset_reduce = 3
 
 
+def _chosen_by_compiler(value: Any) -> bool:
+    """No engine named: the compiler places the instruction."""
+    return value is None or value == unknown_engine
+
+
 def _engine(value: Any, default: str, api: str) -> str:
-    if value is None or value == unknown_engine:
+    if _chosen_by_compiler(value):
         return default
     if value not in (tensor_engine, vector_engine, scalar_engine, gpsimd_engine, dma_engine):
         raise UnsupportedApi(f"{api}: unknown engine {value!r}")
@@ -284,7 +289,7 @@ def tensor_scalar(
         attrs={
             "api": api,
             "ops": used,
-            **compiler_placed(engine is None or engine == unknown_engine),
+            **compiler_placed(_chosen_by_compiler(engine)),
         },
     )
 
@@ -605,7 +610,7 @@ def tensor_copy(
         and src.alloc.buffer is Buffer.PSUM
     ):
         raise ConstraintViolation("nisa.tensor_copy: the GpSimd engine cannot read PSUM")
-    placed_by_compiler = engine is None or engine == unknown_engine
+    placed_by_compiler = _chosen_by_compiler(engine)
     return current().copy_tile(
         src,
         dtype=dtype,

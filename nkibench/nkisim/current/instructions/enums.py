@@ -108,7 +108,7 @@ def chosen_by_compiler(value: Any) -> bool:
 
 
 def engine_name(value: Any, default: str, api: str, allowed: tuple[str, ...]) -> str:
-    if value is None or value is engine.unknown:
+    if chosen_by_compiler(value):
         return default
     if not isinstance(value, engine):
         raise _Violation(f"{api}: engine must be a nisa.engine member, got {value!r}")
