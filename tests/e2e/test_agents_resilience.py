@@ -65,19 +65,7 @@ def memory(env: dict[str, str]) -> dict[str, Any]:
 
 
 def test_kill_9_mid_iteration_resumes_without_asking_twice(tmp_path: Path) -> None:
-    lock = threading.Lock()
-    state = {"armed": True, "executor_requests": 0}
-    killed_at = threading.Event()
-
-    def script(request: Request) -> Reply:
-        if request.model == "executor-model":
-            with lock:
-                state["executor_requests"] += 1
-                hold = state["armed"] and state["executor_requests"] == 3
-            if hold:
-                killed_at.set()
-                return Reply(text="never delivered", delay_s=60)
-        return agent_script.answer(request)
+    script = agent_script.HeldExecutorCall(3)
 
     with running_llm(script) as llm:
         db = f"sqlite:///{tmp_path / 'interrupted.db'}"
@@ -90,7 +78,7 @@ def test_kill_9_mid_iteration_resumes_without_asking_twice(tmp_path: Path) -> No
             stderr=subprocess.DEVNULL,
         )
         try:
-            assert killed_at.wait(300), "the run never reached its third executor call"
+            assert script.held.wait(300), "the run never reached its third executor call"
             time.sleep(0.5)  # let the other in-flight answers be recorded
         finally:
             os.kill(first.pid, signal.SIGKILL)
@@ -99,8 +87,7 @@ def test_kill_9_mid_iteration_resumes_without_asking_twice(tmp_path: Path) -> No
         assert recorded, "nothing was recorded before the kill"
         assert not events_of(db, SearchFinished), "the first run finished before the kill"
         asked_before = len(llm.requests)
-        with lock:
-            state["armed"] = False
+        script.disarm()
         second = accelopt(env, *optimize(SUITE / "silu"))
         assert second.returncode == 0, second.stderr
         resumed = json.loads(second.stdout)

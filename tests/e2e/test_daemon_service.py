@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -82,15 +81,23 @@ def memory(daemon: DaemonProcess) -> list[dict[str, Any]]:
     return items
 
 
+def uninterrupted_run(root: Path, llm_url: str) -> DaemonProcess:
+    """silu's search from start to end, never interrupted: what the interrupted runs must
+    match. The daemon is stopped once it has finished (a stop brings the library folder up to
+    date)."""
+    clean = DaemonProcess(root, *AGENTS, env=llm_env(llm_url))
+    clean.drop(SUITE / "silu", "silu")
+    clean.start()
+    try:
+        wait_until(lambda: finished(clean), 300, "the uninterrupted search")
+    finally:
+        assert clean.stop() == 0
+    return clean
+
+
 def test_killed_ten_times_it_ends_like_an_uninterrupted_run(tmp_path: Path) -> None:
     with running_llm(agent_script.answer) as llm:
-        clean = DaemonProcess(tmp_path / "clean", *AGENTS, env=llm_env(llm.url))
-        clean.drop(SUITE / "silu", "silu")
-        clean.start()
-        try:
-            wait_until(lambda: finished(clean), 300, "the uninterrupted search")
-        finally:
-            assert clean.stop() == 0  # at once: a stop brings the library folder up to date
+        clean = uninterrupted_run(tmp_path / "clean", llm.url)
 
         crashy = DaemonProcess(tmp_path / "crashy", *AGENTS, env=llm_env(llm.url))
         crashy.drop(SUITE / "silu", "silu")
@@ -299,19 +306,7 @@ def test_a_standby_takes_over_a_killed_coordinator_and_ends_like_an_uninterrupte
     """Two daemons on one PostgreSQL schema, the second a standby. kill -9 the leader in the
     middle of a search (its third executor call never answered): the standby takes over within
     30 s, asks no recorded LLM call again, and ends where an uninterrupted run ends."""
-    guard = threading.Lock()
-    state = {"armed": True, "executor_requests": 0}
-    held = threading.Event()
-
-    def script(request: Request) -> Reply:
-        if request.model == "executor-model":
-            with guard:
-                state["executor_requests"] += 1
-                hold = state["armed"] and state["executor_requests"] == 3
-            if hold:
-                held.set()
-                return Reply(text="never delivered", delay_s=60)
-        return agent_script.answer(request)
+    script = agent_script.HeldExecutorCall(3)
 
     with running_llm(script) as llm:
         env = {"ACCELOPT_DB": fresh_pg_url(), **llm_env(llm.url)}
@@ -322,7 +317,7 @@ def test_a_standby_takes_over_a_killed_coordinator_and_ends_like_an_uninterrupte
         standby.start(ready=False)
         try:
             wait_until(lambda: '"event": "standby"' in standby.log_text(), 60, "the standby")
-            assert held.wait(300), "the search never reached its third executor call"
+            assert script.held.wait(300), "the search never reached its third executor call"
             time.sleep(0.5)  # the other answers in flight are recorded
             recorded = {
                 call.call_id for call in leader.events(LLMCallCompleted) if call.error is None
@@ -330,8 +325,7 @@ def test_a_standby_takes_over_a_killed_coordinator_and_ends_like_an_uninterrupte
             assert recorded, "nothing was recorded before the kill"
             assert not finished(leader), "the search ended before the kill"
             asked_before = len(llm.requests)
-            with guard:
-                state["armed"] = False
+            script.disarm()
             killed = time.monotonic()
             leader.stop(signal.SIGKILL)
             wait_until(
@@ -347,13 +341,7 @@ def test_a_standby_takes_over_a_killed_coordinator_and_ends_like_an_uninterrupte
         assert asked_after, "the standby had work left to ask for"
         assert not set(asked_after) & recorded, "an answer already recorded was asked again"
 
-        clean = DaemonProcess(tmp_path / "clean", *AGENTS, env=llm_env(llm.url))
-        clean.drop(SUITE / "silu", "silu")
-        clean.start()
-        try:
-            wait_until(lambda: finished(clean), 300, "the uninterrupted search")
-        finally:
-            assert clean.stop() == 0
+        clean = uninterrupted_run(tmp_path / "clean", llm.url)
     assert len(finished(standby)) == len(finished(clean)) == 1
     assert finished(standby)[0].best_candidate_id == finished(clean)[0].best_candidate_id
     assert memory(standby) == memory(clean)

@@ -5,6 +5,7 @@ an answer without code; on any other task, the kernel handed back unchanged."""
 from __future__ import annotations
 
 import re
+import threading
 
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from tests.support import DATA
@@ -88,3 +89,30 @@ def answer(request: Request) -> Reply:
     if request.model == "summarizer-model":
         return summarizer_answer(request)
     return Reply(status=404)
+
+
+class HeldExecutorCall:
+    """`answer`, except that while armed the `nth` executor request is held past any timeout
+    (a minute): the moment for a test to kill the process asking, mid-iteration."""
+
+    def __init__(self, nth: int = 3) -> None:
+        self.nth = nth
+        self.held = threading.Event()
+        self._guard = threading.Lock()
+        self._armed = True
+        self._executor_requests = 0
+
+    def __call__(self, request: Request) -> Reply:
+        if request.model == "executor-model":
+            with self._guard:
+                self._executor_requests += 1
+                hold = self._armed and self._executor_requests == self.nth
+            if hold:
+                self.held.set()
+                return Reply(text="never delivered", delay_s=60)
+        return answer(request)
+
+    def disarm(self) -> None:
+        """From now on every request is answered (the resumed run's turn)."""
+        with self._guard:
+            self._armed = False
