@@ -351,7 +351,7 @@ class SqlEventStore(EventStore):
                 query = query.where(events.c.position <= until)
             if types is not None:
                 query = query.where(events.c.type.in_(list(types)))
-            # the page size inline: a LIMIT parameter leaves PostgreSQL a generic plan that sorts
+            # the page size inline, so that PostgreSQL plans each page knowing its size
             query = query.order_by(events.c.position).limit(
                 sa.bindparam("page", page, literal_execute=True)
             )
