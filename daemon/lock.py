@@ -152,19 +152,25 @@ class DaemonLock:
         stack = contextlib.ExitStack()
         stack.callback(engine.dispose)
         try:
-            held: list[Connection] = [_advisory_session(engine, stack)]
+            held: list[Connection | None] = [_advisory_session(engine, stack)]
         except BaseException:
             stack.close()
             raise
 
         def check() -> None:
-            try:
-                held[0].exec_driver_sql("SELECT 1").scalar_one()
-                held[0].commit()
-            except sa.exc.DBAPIError:
-                with contextlib.suppress(sa.exc.DBAPIError):
-                    held[0].invalidate()
-                held[0] = _advisory_session(engine, stack)  # the old session ended
+            session = held[0]
+            if session is not None:
+                try:
+                    session.exec_driver_sql("SELECT 1").scalar_one()
+                    session.commit()
+                    return
+                except sa.exc.DBAPIError:
+                    with contextlib.suppress(sa.exc.DBAPIError):
+                        session.invalidate()
+                    held[0] = None  # the session ended, and the lock with it
+            # Only a new session takes the lock again: the old connection, reconnected, would
+            # not hold it. While the server is away this raises, and the next check tries again.
+            held[0] = _advisory_session(engine, stack)
 
         return cls(f"a PostgreSQL advisory lock ({NAMESPACE}, schema key)", stack, check)
 
