@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -64,7 +64,7 @@ from daemon.watcher import ObserverKind, TaskWatcher
 from daemon.workers import QueuedProfiler, Worker, WorkerPart
 from events.catalog import DaemonStarted, DaemonStopped, KernelSourceChanged
 from nkibench.backend import Backend
-from nkibench.backends import OpenedBackend, open_backend
+from nkibench.backends import OpenedBackend, backend_info, open_backend
 from nkibench.dialects import NKI, needs_port
 from nkibench.errors import TaskError
 from nkibench.policy.provenance import package_version
@@ -73,6 +73,7 @@ from nkibench.task.spec import TaskSpec
 from store.engine import make_engine, sqlite_path
 from store.errors import StoreError
 from store.jobs.base import JobQueue
+from store.jobs.fleet import FleetJobQueue, queue_name
 from store.jobs.sql import SqlJobQueue
 from store.migrate import upgrade
 from store.projections.library import LibraryProjection, LibraryState, Promotion
@@ -88,6 +89,8 @@ KEY_HINT = (
     "put the key in a file named by ACCELOPT_LLM_API_KEY_FILE, or in the systemd credential "
     "llm_api_key (LoadCredential=)"
 )
+RECOVER_EVERY_S = 10.0
+"""How often a PostgreSQL daemon hands a dead worker's jobs back to the queue."""
 CLOCK_HEARTBEAT_S = 5.0
 """The clock proves it runs with a job this often; silent for ten of them, it is dead."""
 
@@ -96,8 +99,9 @@ CLOCK_HEARTBEAT_S = 5.0
 class DaemonOptions:
     watch: Path
     backend: str = "nkisim"
-    devices: list[str] = field(default_factory=lambda: ["0"])
-    """nkisim: one worker per entry (CPU cores); neuron: the NeuronCores to use."""
+    devices: list[str] | None = None
+    """This host's devices the daemon serves itself (nkisim: CPU workers; neuron: NeuronCores).
+    None: device 0 on SQLite; none on PostgreSQL, where `accelopt worker`s run the jobs."""
     target: str | None = None
     shapes: str = "full"
     observer: ObserverKind = "auto"
@@ -239,10 +243,6 @@ class Daemon:
             if not isolation.contained:
                 log.warning("NO OS SANDBOX: kernels run unconfined", sandbox=isolation.describe())
             recorder = Recorder(store, correlation_id=f"daemon:{platform.node()}:{os.getpid()}")
-            queue = SqlJobQueue(store.engine)
-            requeued = queue.requeue_running()
-            if requeued:
-                log.info("jobs requeued after an unclean stop", jobs=requeued)
             llm = None
             if settings.agents_enabled:
                 if settings.llm.api_key[1] == "environment":
@@ -255,14 +255,15 @@ class Daemon:
                 )
             else:
                 log.warning("agents idle", detail=IDLE)
-            opened = open_for_command(
-                options.backend,
-                options.devices,
-                options.target,
-                store,
-                isolation=isolation,
-                settings=settings,
-            )
+            opened = _open_backend(options, store, isolation, settings)
+            queue: JobQueue
+            if store.engine.dialect.name == "postgresql":
+                queue = FleetJobQueue(store.engine, queues=[queue_name(opened.name, opened.target)])
+            else:
+                queue = SqlJobQueue(store.engine)
+            requeued = queue.requeue_running()
+            if requeued:
+                log.info("jobs requeued after an unclean stop", jobs=requeued)
         except BaseException:
             lock.release()
             raise
@@ -333,7 +334,7 @@ class Daemon:
             self.view,
             running=set(self.running),
             cooling=cooling,
-            slots=self.options.max_searches or len(self.opened.devices) + 1,
+            slots=self.options.max_searches or self._devices() + 1,
             now=datetime.now(UTC),
             rest_s=self.options.rest_s,
             agents=self.llm is not None,
@@ -349,6 +350,13 @@ class Daemon:
             )
             self.running[task] = _Running(thread, stop, revision.content_hash)
             thread.start()
+
+    def _devices(self) -> int:
+        """The devices the searches' jobs can run on: this daemon's, or the fleet's leased
+        ones (workers that come and go change it)."""
+        if isinstance(self.queue, FleetJobQueue):
+            return self.queue.leased_devices()
+        return len(self.opened.devices)
 
     def _search(self, revision: KernelSourceChanged, stop: threading.Event) -> None:
         with structlog.contextvars.bound_contextvars(task=revision.task):
@@ -483,16 +491,24 @@ class Daemon:
             stopping=self.stopping,
             on_demotion=self.wake.set,
         )
-        for name, function, seconds in (
+        jobs: list[tuple[str, Callable[[], Any], float]] = [
             ("rescan", watcher.rescan, o.rescan_s),
             ("reverify", reverify, o.reverify_s),
             ("snapshots", self._snapshots, o.snapshot_s),
             ("checkpoint_wal", self._checkpoint_wal, o.checkpoint_s),
-        ):
+            *self._fleet_jobs(),
+        ]
+        for name, function, seconds in jobs:
             scheduler.add_job(
                 partial(self._clock_job, name, function), "interval", seconds=seconds, id=name
             )
         return scheduler
+
+    def _fleet_jobs(self) -> list[tuple[str, Callable[[], Any], float]]:
+        """On PostgreSQL, the jobs of dead workers go back to the queue (store.jobs.fleet)."""
+        if not isinstance(self.queue, FleetJobQueue):
+            return []
+        return [("recover_jobs", self.queue.recover, RECOVER_EVERY_S)]
 
     def _clock_job(self, name: str, function: Callable[[], None]) -> None:
         try:
@@ -504,6 +520,8 @@ class Daemon:
 
     def _worker(self, name: str, factory: Callable[[], Backend]) -> Worker:
         workdir = self.state_dir / "work"
+        if isinstance(self.queue, FleetJobQueue):
+            name = f"{platform.node()}/{name}"  # a device's name is fleet-wide
         return Worker(name, self.queue, factory, workdir=workdir, stop=self.stopping)
 
     def _record_lifecycle(self, event: DaemonStarted | DaemonStopped, what: str) -> None:
@@ -700,8 +718,31 @@ class Daemon:
             )
         except StoreError as e:
             log.error("the last events could not be written", error=e.message)
+        self.queue.close()
         self.store.close()
         log.info("stopped", reason=self.reason, exit_code=self.exit_code)
+
+
+def _open_backend(
+    options: DaemonOptions, store: SqlEventStore, isolation: Isolation, settings: Settings
+) -> OpenedBackend:
+    """The backend on the devices this daemon serves itself. A coordinator of workers serves
+    none: it needs only the target its jobs are for and the dialects they run."""
+    fleet = store.engine.dialect.name == "postgresql"
+    devices = options.devices if options.devices is not None else ([] if fleet else ["0"])
+    if not devices and options.target is not None:
+        info = backend_info(options.backend)
+        return OpenedBackend(options.backend, options.target, frozenset(info.dialects))
+    opened = open_for_command(
+        options.backend,
+        devices or ["0"],
+        options.target,
+        store,
+        isolation=isolation,
+        settings=settings,
+        require_device=bool(devices),
+    )
+    return opened if devices else replace(opened, devices=[])
 
 
 def _file_identity(engine: Engine) -> tuple[Path, tuple[int, int]] | None:

@@ -26,7 +26,7 @@ from nkibench.sandbox.process import Cancelled
 from nkibench.task.spec import TaskSpec, load_task
 from store.jobs.base import Job, JobCancelled, JobQueue
 
-__all__ = ["QueuedProfiler", "Worker", "WorkerPart"]
+__all__ = ["QueuedProfiler", "Worker", "WorkerPart", "profile_job"]
 
 log = structlog.get_logger("accelopt.worker")
 IDLE_WAIT_S = 5.0
@@ -64,46 +64,59 @@ class Worker(threading.Thread):
             log.exception("worker stopped by an error", worker=self.name)
 
     def _profile(self, job: Job) -> dict[str, Any]:
-        payload: dict[str, Any] = job.payload
-        bound = structlog.contextvars.bound_contextvars(
-            job_id=job.job_id, task=job.task, worker=self.name
+        return profile_job(
+            job, self.make_backend, worker=self.name, workdir=self.workdir, stop=self.stop
         )
-        with bound:
-            log.info("profiling", attempt=job.attempts)
-            try:
-                task = load_task(payload["task_dir"])
-                if payload.get("dialect", task.dialect) != task.dialect:
-                    task = task.with_kernel(payload["source"], payload["dialect"])
-                result = profile_kernel(
-                    task,
-                    backend=self.make_backend(),
-                    kernel_source=payload["source"],
-                    shapes=payload["shapes"],
-                    seeds=tuple(payload["seeds"]) if payload.get("seeds") else None,
-                    target=payload["target"],
-                    workdir=self.workdir,
-                    cancel=self.stop,
-                )
-            except Cancelled as e:
-                log.info("job released: the daemon is stopping")
-                raise JobCancelled(f"job {job.job_id}: the daemon is stopping") from e
-            except TaskError as e:
-                result = KernelResult(
-                    job.task,
-                    payload["backend"],
-                    payload["target"],
-                    payload["shapes"],
-                    error_kind="task",
-                    message=e.message,
-                )
-            log.info(
-                "profiled",
-                correct=result.correct,
-                latency_ms=result.latency_ms,
-                latency_kind=result.latency_kind,
-                error_kind=result.error_kind,
+
+
+def profile_job(
+    job: Job,
+    make_backend: Callable[[], Backend],
+    *,
+    worker: str,
+    workdir: Path,
+    stop: threading.Event,
+) -> dict[str, Any]:
+    """A profile job's work on one device: its result (KernelResult as JSON), or JobCancelled
+    when `stop` ended the kernel's run."""
+    payload: dict[str, Any] = job.payload
+    bound = structlog.contextvars.bound_contextvars(job_id=job.job_id, task=job.task, worker=worker)
+    with bound:
+        log.info("profiling", attempt=job.attempts)
+        try:
+            task = load_task(payload["task_dir"])
+            if payload.get("dialect", task.dialect) != task.dialect:
+                task = task.with_kernel(payload["source"], payload["dialect"])
+            result = profile_kernel(
+                task,
+                backend=make_backend(),
+                kernel_source=payload["source"],
+                shapes=payload["shapes"],
+                seeds=tuple(payload["seeds"]) if payload.get("seeds") else None,
+                target=payload["target"],
+                workdir=workdir,
+                cancel=stop,
             )
-            return result.to_json()
+        except Cancelled as e:
+            log.info("job released: the worker is stopping")
+            raise JobCancelled(f"job {job.job_id}: the worker is stopping") from e
+        except TaskError as e:
+            result = KernelResult(
+                job.task,
+                payload["backend"],
+                payload["target"],
+                payload["shapes"],
+                error_kind="task",
+                message=e.message,
+            )
+        log.info(
+            "profiled",
+            correct=result.correct,
+            latency_ms=result.latency_ms,
+            latency_kind=result.latency_kind,
+            error_kind=result.error_kind,
+        )
+        return result.to_json()
 
 
 class WorkerPart:

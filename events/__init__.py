@@ -13,6 +13,8 @@ from events.catalog import (
     DaemonStarted,
     DaemonStopped,
     DeviceCeilingsMeasured,
+    DeviceQuarantined,
+    DeviceRestored,
     ExperienceSummarized,
     KernelDemoted,
     KernelPromoted,
@@ -27,6 +29,8 @@ from events.catalog import (
     SearchFinished,
     SearchStarted,
     TaskInvalid,
+    WorkerStarted,
+    WorkerStopped,
 )
 from events.codec import canonical_json, decode, encode
 from events.envelope import Envelope, ExpectedVersion, NewEvent, StoredEvent
@@ -48,6 +52,8 @@ __all__ = [
     "DaemonStarted",
     "DaemonStopped",
     "DeviceCeilingsMeasured",
+    "DeviceQuarantined",
+    "DeviceRestored",
     "Envelope",
     "Event",
     "EventDecodeError",
@@ -71,6 +77,8 @@ __all__ = [
     "StoredEvent",
     "TaskInvalid",
     "UnknownEventType",
+    "WorkerStarted",
+    "WorkerStopped",
     "canonical_json",
     "decode",
     "encode",

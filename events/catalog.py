@@ -7,6 +7,8 @@ Streams, by convention:
 - `job:<id>`         one profiling job; its `ProfileRecorded` is keyed by the job id
 - `llm:<call id>`    one LLM call
 - `daemon:<host>`    daemon lifecycle
+- `worker:<host>`    a fleet worker's lifecycle (`accelopt worker`)
+- `fleet:<host>/<device>`  one device's health (quarantines)
 - `device:<key>`     one GPU's measured ceilings (the key hashes its fingerprint)
 - `port:<id>`        one port of a legacy-NKI task to current NKI; the id is
                      `<task>@<revision hash[:12]>-><dialect>@<target>`
@@ -34,6 +36,8 @@ __all__ = [
     "DaemonStarted",
     "DaemonStopped",
     "DeviceCeilingsMeasured",
+    "DeviceQuarantined",
+    "DeviceRestored",
     "ExperienceSummarized",
     "KernelDemoted",
     "KernelPromoted",
@@ -53,6 +57,8 @@ __all__ = [
     "SearchFinished",
     "SearchStarted",
     "TaskInvalid",
+    "WorkerStarted",
+    "WorkerStopped",
 ]
 
 LatencyKind = Literal["measured", "estimated"]
@@ -360,6 +366,46 @@ class DaemonStopped(Event):
     reason: str
 
 
+# --- the fleet's workers ------------------------------------------------------------------
+
+
+class WorkerStarted(Event):
+    """A worker began serving devices of one host for one backend and target: it takes only
+    the jobs of `queue`."""
+
+    host: str
+    pid: int
+    version: str
+    backend: str
+    target: str
+    devices: list[str]
+    """Its devices' fleet-wide names, `<host>/<device>`."""
+    queue: str
+    sandbox: str
+
+
+class WorkerStopped(Event):
+    host: str
+    pid: int
+    reason: str
+
+
+class DeviceQuarantined(Event):
+    """A device failed `failures` jobs in a row (the backend broke, or timing failed): it takes
+    no job for `quarantine_s`, then is tried again; its jobs go to the other devices."""
+
+    device: str
+    failures: int
+    quarantine_s: float
+    last_error: str
+
+
+class DeviceRestored(Event):
+    """A quarantined device takes jobs again (its quarantine ended)."""
+
+    device: str
+
+
 # --- porting a legacy-NKI kernel to current NKI --------------------------------------------
 
 
@@ -438,6 +484,10 @@ EVENT_TYPES: dict[str, type[Event]] = {
         PortStarted,
         PortAttempted,
         PortFinished,
+        WorkerStarted,
+        WorkerStopped,
+        DeviceQuarantined,
+        DeviceRestored,
     )
 }
 """Every event type this code reads and writes, by stored type name."""

@@ -32,7 +32,7 @@ from store.projections.runner import replay
 from store.sql import READ_PAGE, SqlEventStore
 from store.synthetic import SyntheticWorkload
 
-__all__ = ["STORE_TARGETS", "run_store_benchmark"]
+__all__ = ["STORE_TARGETS", "run_store_benchmark", "scratch_database"]
 
 STORE_TARGETS = {
     "append_batch_per_s": (">=", 20_000.0),
@@ -45,7 +45,9 @@ STORE_TARGETS = {
 
 
 @contextmanager
-def _fresh_database(url: str | None) -> Iterator[str]:
+def scratch_database(url: str | None) -> Iterator[str]:
+    """A database for a benchmark, removed after: a fresh schema of the PostgreSQL database
+    at `url`, or a SQLite file in a temporary directory (no url, or a SQLite one)."""
     if url is None or normalize_url(url).get_backend_name() == "sqlite":
         with tempfile.TemporaryDirectory(prefix="accelopt-bench-") as tmp:
             yield f"sqlite:///{Path(tmp) / 'bench.db'}"
@@ -141,7 +143,7 @@ def run_store_benchmark(
 ) -> dict[str, Any]:
     """Measure appends (single and 100-event batches) and a full replay of `events` events."""
     workload = SyntheticWorkload(seed=seed, tasks=200)
-    with _fresh_database(url) as bench_url:
+    with scratch_database(url) as bench_url:
         engine = make_engine(bench_url)
         upgrade(engine)
         store = SqlEventStore(engine)

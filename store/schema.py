@@ -116,6 +116,8 @@ jobs = sa.Table(
     sa.Column("result", JSONDocument, nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.Column("started_at", UTCDateTime, nullable=True),
+    sa.Column("finished_at", UTCDateTime, nullable=True),
     sa.Index("ix_jobs_state_priority", "state", "priority", "created_at"),
 )
 """Work waiting for a device (profiles): a queue, mutable, not part of the log. A job's

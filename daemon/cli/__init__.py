@@ -2,8 +2,9 @@
 and an exit status; commands never call sys.exit themselves.
 
 The commands live in rooms by what they work on: the event log (log.py), kernels
-(kernels.py), the agents (agents.py), porting legacy NKI (port.py), the service (service.py)
-and the benchmarks (bench.py); the options they share are declared once (options.py).
+(kernels.py), the agents (agents.py), porting legacy NKI (port.py), the service (service.py),
+the fleet's workers and jobs (fleet.py) and the benchmarks (bench.py); the options they
+share are declared once (options.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from daemon.cli.agents import memory_group, optimize_command
 from daemon.cli.bench import bench
 from daemon.cli.context import AppContext
 from daemon.cli.fidelity import fidelity_command
+from daemon.cli.fleet import jobs_command, worker_command
 from daemon.cli.kernels import check_command, import_nkibench_command, profile_command
 from daemon.cli.log import db, events_command, replay_command, status_command
 from daemon.cli.port import port_command
@@ -62,6 +64,8 @@ for command in (
     port_command,
     memory_group,
     daemon_command,
+    worker_command,
+    jobs_command,
     export_command,
     bench,
 ):

@@ -22,6 +22,7 @@ from daemon.cli.options import (
     seeds_option,
 )
 from daemon.cli.render import cell, emit_json, print_table
+from daemon.fleet_bench import FLEET_TARGETS, FleetBenchError, run_fleet_benchmark
 from daemon.soak import SoakConfig, run_soak_benchmark
 from nkibench.backends.triton.backend import TritonBackend
 from nkibench.benchmarks.gpu import run_gpu_benchmark
@@ -390,6 +391,99 @@ def bench_daemon(drops: int, idle_s: float, as_json: bool) -> None:
         op, bound = DAEMON_TARGETS.get(key, ("", None))
         table.add_row(key, f"{result[key]:.3g} {unit}", f"{op} {bound:g}" if bound else "")
     print_table(table)
+
+
+@bench.command("fleet")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Worker processes (each a host of its share of the devices).",
+)
+@click.option(
+    "--devices",
+    "devices",
+    default="8,16,32,64",
+    show_default=True,
+    metavar="D1,D2,...",
+    help="Device counts, one run each.",
+)
+@click.option(
+    "--tasks",
+    "tasks_per_device",
+    type=click.IntRange(min=2),
+    default=16,
+    show_default=True,
+    help="Jobs per device in the saturated phase.",
+)
+@click.option(
+    "--job-ms",
+    type=click.FloatRange(min=1),
+    default=1000.0,
+    show_default=True,
+    help="How long each job sleeps.",
+)
+@json_option
+@database_option
+@click.pass_context
+def bench_fleet(
+    ctx: click.Context,
+    /,
+    *,
+    workers: int,
+    devices: str,
+    tasks_per_device: int,
+    job_ms: float,
+    as_json: bool,
+) -> None:
+    """Device utilization and dispatch latency of the fleet's queue: worker processes of the
+    sleep backend (no kernel runs) in a fresh schema of the PostgreSQL database given (--db)."""
+    try:
+        counts = [int(part) for part in devices.split(",")]
+    except ValueError:
+        raise click.BadParameter(
+            f"{devices!r} is not a list of counts", param_hint="--devices"
+        ) from None
+    url = app_context(ctx).database_url
+    try:
+        result = run_fleet_benchmark(
+            url,
+            workers=workers,
+            device_counts=counts,
+            tasks_per_device=tasks_per_device,
+            job_ms=job_ms,
+        )
+    except FleetBenchError as e:
+        raise click.ClickException(str(e)) from None
+    if as_json:
+        emit_json(result)
+        return
+    table = Table(
+        title=f"the fleet: {workers} worker processes, jobs of {job_ms:g} ms "
+        f"({result['latency_kind']})"
+    )
+    columns = (
+        ("devices", "devices", "d"),
+        ("jobs", "tasks", "d"),
+        ("utilization", "utilization", ".1%"),
+        ("makespan util.", "utilization_makespan", ".1%"),
+        ("dispatch p50 ms", "dispatch_p50_ms", ".1f"),
+        ("dispatch p99 ms", "dispatch_p99_ms", ".1f"),
+        ("gap p50 ms", "gap_p50_ms", ".1f"),
+        ("gap p99 ms", "gap_p99_ms", ".1f"),
+        ("coordinator CPU", "coordinator_cpu_share", ".1%"),
+        ("workers CPU", "workers_cpu_share", ".1%"),
+        ("overlaps", "overlapping_runs", "d"),
+        ("runs > 1", "runs_more_than_once", "d"),
+    )
+    for title, _, _ in columns:
+        table.add_column(title, justify="right")
+    for step in result["steps"]:
+        table.add_row(*(format(step[key], spec) for _, key, spec in columns))
+    print_table(table)
+    op, bound = FLEET_TARGETS["utilization"]
+    click.echo(f"target: utilization {op} {bound:.0%} at 64 devices on this machine")
 
 
 @bench.command("soak")

@@ -139,7 +139,7 @@ def daemon_command(
     options = DaemonOptions(
         watch=watch,
         backend=name,
-        devices=device_list(devices, name),
+        devices=None if devices is None else device_list(devices, name),
         target=target,
         shapes=shapes or FULL,
         observer=observer,  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal, get_args
 
 import orjson
@@ -54,6 +54,12 @@ class Job:
     attempts: int
     """How many times a worker has claimed it (a retry after a crash or a drain counts)."""
     result: dict[str, Any] | None
+    created_at: datetime | None = None
+    """When it was submitted."""
+    started_at: datetime | None = None
+    """When its last run started (None: never claimed)."""
+    finished_at: datetime | None = None
+    """When its result was recorded (None: not done)."""
 
 
 Handler = Callable[[Job], dict[str, Any]]
@@ -117,3 +123,6 @@ class JobQueue(ABC):
     @abstractmethod
     def get(self, job_id: str) -> Job | None:
         """The job with this id in whatever state it is, or None if there is none."""
+
+    def close(self) -> None:  # noqa: B027 - a hook: most queues open nothing of their own
+        """Close what the queue opened itself (its caller's engine stays open)."""

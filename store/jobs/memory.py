@@ -72,7 +72,7 @@ class MemoryJobQueue(ClaimingQueue):
             self._record("submit", job_id=job_id, task=task, kind=kind, priority=priority)
             if job_id not in self._entries:
                 now = self._clock()
-                job = Job(job_id, task, kind, document, priority, "pending", None, 0, None)
+                job = Job(job_id, task, kind, document, priority, "pending", None, 0, None, now)
                 self._entries[job_id] = _Entry(job, now, now)
         self._wake()
 
@@ -85,7 +85,14 @@ class MemoryJobQueue(ClaimingQueue):
             if not pending:
                 return None
             entry = min(pending, key=lambda e: (-e.job.priority, e.created_at, e.job.job_id))
-            self._update(entry, state="running", worker=worker, attempts=entry.job.attempts + 1)
+            self._update(
+                entry,
+                state="running",
+                worker=worker,
+                attempts=entry.job.attempts + 1,
+                started_at=self._clock(),
+                finished_at=None,
+            )
             return _copy(self._entries[entry.job.job_id].job)
 
     def _complete(self, job_id: str, worker: str, result: dict[str, Any]) -> None:
@@ -94,7 +101,7 @@ class MemoryJobQueue(ClaimingQueue):
             self._record("complete", job_id=job_id, worker=worker)
             entry = self._entries.get(job_id)
             if entry is not None and entry.job.state != "done":
-                self._update(entry, state="done", result=document)
+                self._update(entry, state="done", result=document, finished_at=self._clock())
         self._wake()
 
     def _release(self, job_id: str, worker: str) -> None:

@@ -25,10 +25,11 @@ from store.jobs.claiming import ClaimingQueue
 from store.migrate import describe
 from store.schema import jobs
 
-__all__ = ["SqlJobQueue"]
+__all__ = ["SqlJobQueue", "job_from_row"]
 
 
-def _job(row: Any) -> Job:
+def job_from_row(row: Any) -> Job:
+    """A row of the jobs table as a Job."""
     return Job(
         job_id=row.job_id,
         task=row.task,
@@ -39,6 +40,9 @@ def _job(row: Any) -> Job:
         worker=row.worker,
         attempts=row.attempts,
         result=row.result,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
     )
 
 
@@ -108,26 +112,35 @@ class SqlJobQueue(ClaimingQueue):
             ).first()
             if row is None:
                 return None
-            claimed = connection.execute(
-                jobs.update()
-                .where(jobs.c.job_id == row.job_id, jobs.c.state == "pending")
-                .values(
-                    state="running",
-                    worker=worker,
-                    attempts=jobs.c.attempts + 1,
-                    updated_at=self._clock(),
-                )
-                .returning(*jobs.c)
-            ).first()
-        return _job(claimed) if claimed is not None else None
+            return self._mark_running(connection, row.job_id, worker, jobs.c.state == "pending")
+
+    def _mark_running(
+        self, connection: Connection, job_id: str, worker: str, condition: Any
+    ) -> Job | None:
+        now = self._clock()
+        claimed = connection.execute(
+            jobs.update()
+            .where(jobs.c.job_id == job_id, condition)
+            .values(
+                state="running",
+                worker=worker,
+                attempts=jobs.c.attempts + 1,
+                started_at=now,
+                finished_at=None,
+                updated_at=now,
+            )
+            .returning(*jobs.c)
+        ).first()
+        return job_from_row(claimed) if claimed is not None else None
 
     def _complete(self, job_id: str, worker: str, result: dict[str, Any]) -> None:
         document = json_document(result, f"the result of job {job_id!r}")
+        now = self._clock()
         with self._write(f"record the result of job {job_id!r}") as connection:
             connection.execute(
                 jobs.update()
                 .where(jobs.c.job_id == job_id, jobs.c.state != "done")
-                .values(state="done", result=document, updated_at=self._clock())
+                .values(state="done", result=document, finished_at=now, updated_at=now)
             )
         self._wake()
 
@@ -177,4 +190,4 @@ class SqlJobQueue(ClaimingQueue):
     def get(self, job_id: str) -> Job | None:
         with self._read(f"read job {job_id!r}") as connection:
             row = connection.execute(sa.select(jobs).where(jobs.c.job_id == job_id)).first()
-        return _job(row) if row is not None else None
+        return job_from_row(row) if row is not None else None

@@ -12,12 +12,19 @@ from store.schema import metadata
 config = context.config
 
 
+def _ours(name: str | None, kind: str, _parents: object) -> bool:
+    """procrastinate's tables (PostgreSQL) follow its schema, not store.schema: migration
+    0003 creates them from the pinned release, and autogenerate must leave them alone."""
+    return not (kind == "table" and name is not None and name.startswith("procrastinate_"))
+
+
 def _run(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_name=_ours,
     )
     with context.begin_transaction():
         context.run_migrations()

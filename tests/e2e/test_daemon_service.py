@@ -310,8 +310,9 @@ def test_a_standby_takes_over_a_killed_coordinator_and_ends_like_an_uninterrupte
 
     with running_llm(script) as llm:
         env = {"ACCELOPT_DB": fresh_pg_url(), **llm_env(llm.url)}
-        leader = DaemonProcess(tmp_path / "pair", *AGENTS, env=env)
-        standby = DaemonProcess(tmp_path / "pair", *AGENTS, "--standby", env=env)
+        # on PostgreSQL a daemon runs jobs itself only on the devices it is given
+        leader = DaemonProcess(tmp_path / "pair", *AGENTS, "--devices", "1", env=env)
+        standby = DaemonProcess(tmp_path / "pair", *AGENTS, "--devices", "1", "--standby", env=env)
         leader.drop(SUITE / "silu", "silu")
         leader.start()
         standby.start(ready=False)

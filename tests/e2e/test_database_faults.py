@@ -28,6 +28,8 @@ from tests.support.daemon_process import DaemonProcess, wait_until
 from tests.support.postgres import PostgresServer
 
 SMALL = ("--shapes", "small")
+LOCAL = ("--devices", "1")
+"""On PostgreSQL a daemon runs jobs itself only on the devices it is given."""
 PATIENT = {"ACCELOPT_DAEMON_STORE_PATIENCE_S": "8"}
 
 
@@ -108,10 +110,10 @@ def test_a_second_daemon_on_the_same_postgresql_schema_refuses(
     tmp_path: Path, fresh_pg_url: Callable[[], str]
 ) -> None:
     url = fresh_pg_url()
-    first = DaemonProcess(tmp_path / "a", *SMALL, env={"ACCELOPT_DB": url})
+    first = DaemonProcess(tmp_path / "a", *SMALL, *LOCAL, env={"ACCELOPT_DB": url})
     first.start()
     try:
-        second = DaemonProcess(tmp_path / "b", *SMALL, env={"ACCELOPT_DB": url})
+        second = DaemonProcess(tmp_path / "b", *SMALL, *LOCAL, env={"ACCELOPT_DB": url})
         second.start(ready=False)
         assert exits(second, 60) == 8
         assert f"accelopt daemon pid {first.pid} on" in second.log_text()
@@ -274,7 +276,7 @@ def test_a_postgresql_restart_in_the_middle_of_a_run_is_waited_out(
     the other tests on the server to end, and they for it (a standby test's leader lost its
     connections to it once)."""
     url = fresh_pg_url()
-    daemon = DaemonProcess(tmp_path, *SMALL, env={"ACCELOPT_DB": url})
+    daemon = DaemonProcess(tmp_path, *SMALL, *LOCAL, env={"ACCELOPT_DB": url})
     daemon.start()
     try:
         daemon.drop(NKI_LEGACY_SUITE / "silu", "silu")

@@ -156,7 +156,7 @@ def cancel(job: Job) -> dict[str, Any]:
 # --- submit --------------------------------------------------------------------------------
 
 
-def test_a_submitted_job_is_pending_until_served(queue: JobQueue) -> None:
+def test_a_submitted_job_is_pending_until_served(queue: JobQueue, clock: ManualClock) -> None:
     assert queue.get("a") is None
     submit(queue, "a", 2.5, source="k", seeds=[1, 2])
     assert queue.get("a") == Job(
@@ -169,6 +169,7 @@ def test_a_submitted_job_is_pending_until_served(queue: JobQueue) -> None:
         worker=None,
         attempts=0,
         result=None,
+        created_at=clock.now,
     )
 
 

@@ -1,0 +1,394 @@
+"""The job queue of many hosts: jobs in the event database, dispatched by procrastinate.
+
+A job keeps living in the `jobs` table (its identity, payload, state and result), exactly as on
+one host; procrastinate carries it to a worker. Submitting inserts the row and, if it is new,
+defers a procrastinate job that names it, on the queue of its backend and target
+(`profile.<backend>.<target>`), with the job id as its queueing lock. A worker serves its
+devices as one procrastinate worker whose concurrency is the number of devices: a fetched job
+takes a free device, marks the row running on it, runs, and records its result in the row
+unless one is there already, so a job run twice still has one result, and the event its
+submitter records from it is keyed by the job id.
+
+What procrastinate brings: `FOR UPDATE SKIP LOCKED` fetching in priority order, LISTEN/NOTIFY
+wake-ups, retries with backoff (`FleetRetry`), and worker heartbeats. A worker that dies
+(kill -9, a host gone) stops heart-beating; `recover` (the coordinator's clock runs it every
+`RECOVER_EVERY_S`) hands its jobs back to the queue once its heartbeat is older than
+`stalled_s`, so a dead worker's job runs again elsewhere at most
+`stalled_s + RECOVER_EVERY_S` seconds after its last heartbeat (40 s by default).
+
+A device serves one job at a time across the whole fleet: a worker holds a PostgreSQL session
+advisory lock per device it serves (its name, `<host>/<device>`), for as long as it serves, and
+refuses to start on a device another session holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar
+
+import procrastinate
+import sqlalchemy as sa
+import structlog
+from procrastinate import sql as procrastinate_sql
+from procrastinate.exceptions import AlreadyEnqueued
+from procrastinate.jobs import Job as ProcrastinateJob
+from procrastinate.retry import BaseRetryStrategy, RetryDecision
+from sqlalchemy.engine import Connection, Engine
+
+from events.errors import AccelOptError
+from store.errors import StoreError
+from store.jobs.base import Handler, Job, JobCancelled
+from store.jobs.sql import SqlJobQueue, job_from_row
+from store.schema import jobs
+
+__all__ = [
+    "DeviceTaken",
+    "FleetJobQueue",
+    "FleetRetry",
+    "JobListing",
+    "Lease",
+    "queue_name",
+]
+
+log = structlog.get_logger("accelopt.fleet")
+
+TASK_NAME = "accelopt.run_job"
+DEVICE_LOCKS = 0x0ACD
+"""The first key of the device leases' advisory locks (the daemon's lock uses 0x0ACC)."""
+MAX_ATTEMPTS = 5
+"""Runs of a job that fail (not a drain) before procrastinate marks it failed; `recover`
+queues it again `ORPHAN_GRACE_S` later."""
+ORPHAN_GRACE_S = 30.0
+"""A job row with no queued or running procrastinate job is queued again this long after it
+last changed (a coordinator that died between the row and the defer; a job whose retries ran
+out)."""
+
+Lease = Callable[[], contextlib.AbstractContextManager[tuple[str, Handler]]]
+"""Waits for a free device and holds it: (its worker name, the handler that runs on it)."""
+
+
+class DeviceTaken(AccelOptError):
+    """Another worker session serves one of the devices asked for."""
+
+    exit_code: ClassVar[int] = 8
+
+
+def queue_name(backend: str, target: str) -> str:
+    """The procrastinate queue of jobs for `backend` on `target`: a worker takes only these."""
+    return f"profile.{backend}.{target}"
+
+
+class FleetRetry(BaseRetryStrategy):
+    """A drained job (JobCancelled: its worker is stopping) goes back at once, to any worker;
+    a failed run is retried after 2, 4, 8… s (at most 5 min), `MAX_ATTEMPTS` runs in all."""
+
+    def get_retry_decision(
+        self, *, exception: BaseException, job: ProcrastinateJob
+    ) -> RetryDecision | None:
+        if isinstance(exception, JobCancelled):
+            return RetryDecision(retry_in={"seconds": 0})
+        if job.attempts + 1 >= MAX_ATTEMPTS:
+            return None
+        return RetryDecision(retry_in={"seconds": min(2 ** (job.attempts + 1), 300)})
+
+
+@dataclass(frozen=True)
+class JobListing:
+    """One job as `accelopt jobs` shows it: the row, and procrastinate's view of its runs."""
+
+    job: Job
+    status: str
+    """queued, running, done, or failed (procrastinate gave up; `recover` queues it again)."""
+    queue: str | None
+    runs: int
+    """Runs procrastinate started for it (retries included)."""
+
+
+def libpq_url(engine: Engine) -> str:
+    """The engine's database as a libpq connection URI (search_path options kept)."""
+    return engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _priority(priority: float) -> int:
+    """procrastinate's integer priority: ours to a thousandth, clamped to int4."""
+    return max(-(2**31), min(2**31 - 1, round(priority * 1000)))
+
+
+class FleetJobQueue(SqlJobQueue):
+    """Jobs on PostgreSQL behind `engine`, dispatched by procrastinate (the engine is the
+    caller's to dispose of; `close` closes what this queue opened)."""
+
+    POLL_S: ClassVar[float] = 0.25
+    """Results come from other processes here: a waiter looks this often."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        queues: Sequence[str] = (),
+        heartbeat_s: float = 10.0,
+        stalled_s: float = 30.0,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        super().__init__(engine, clock=clock)
+        if engine.dialect.name != "postgresql":
+            raise ValueError("the fleet's job queue needs PostgreSQL")
+        self.queues = list(queues)
+        """What `serve` takes (empty: every queue)."""
+        self.heartbeat_s = heartbeat_s
+        self.stalled_s = stalled_s
+        self._conninfo = libpq_url(engine)
+        self._app: procrastinate.App | None = None
+
+    @property
+    def app(self) -> procrastinate.App:
+        """procrastinate for deferring and administration, opened on first use."""
+        if self._app is None:
+            connector = procrastinate.SyncPsycopgConnector(
+                conninfo=self._conninfo, min_size=1, max_size=2
+            )
+            self._app = procrastinate.App(connector=connector)
+            self._app.open()
+        return self._app
+
+    def close(self) -> None:
+        if self._app is not None:
+            self._app.close()
+            self._app = None
+
+    # --- submit ----------------------------------------------------------------------------
+
+    def submit(
+        self, job_id: str, *, task: str, kind: str, payload: dict[str, Any], priority: float
+    ) -> None:
+        if self.get(job_id) is not None:
+            return  # submitted before, in whatever state: never twice
+        super().submit(job_id, task=task, kind=kind, payload=payload, priority=priority)
+        self._defer(job_id, queue_name(payload["backend"], payload["target"]), priority)
+
+    def _defer(self, job_id: str, queue: str, priority: float) -> None:
+        with self._translated(f"queue job {job_id!r}"):
+            deferrer = self.app.configure_task(
+                name=TASK_NAME, queue=queue, priority=_priority(priority), queueing_lock=job_id
+            )
+            with contextlib.suppress(AlreadyEnqueued):  # queued already: once is enough
+                deferrer.defer(job_id=job_id)
+
+    # --- serve -----------------------------------------------------------------------------
+
+    def serve(self, worker: str, handler: Handler, *, stop: threading.Event, idle_s: float) -> None:
+        """One device (`worker`), as a fleet worker of one."""
+
+        @contextlib.contextmanager
+        def lease() -> Iterator[tuple[str, Handler]]:
+            yield worker, handler
+
+        self.serve_devices([worker], lease, stop=stop)
+
+    def serve_devices(
+        self,
+        devices: Sequence[str],
+        lease: Lease,
+        *,
+        stop: threading.Event,
+        ready: Callable[[], None] = lambda: None,
+    ) -> None:
+        """Serve `devices` (worker names, fleet-unique) until `stop` is set: a procrastinate
+        worker of `len(devices)` slots on `self.queues`, each job run on the device `lease`
+        hands it; `ready` is called once the devices are leased. Raises DeviceTaken, serving
+        nothing, if another session holds a device."""
+        with self._device_leases(devices):
+            ready()
+            executor = ThreadPoolExecutor(len(devices), thread_name_prefix="job")
+            try:
+                asyncio.run(self._serve(devices, lease, stop, executor))
+            finally:
+                executor.shutdown(wait=True)
+
+    async def _serve(
+        self,
+        devices: Sequence[str],
+        lease: Lease,
+        stop: threading.Event,
+        executor: ThreadPoolExecutor,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        connector = procrastinate.PsycopgConnector(
+            conninfo=self._conninfo, min_size=1, max_size=len(devices) + 2
+        )
+        app = procrastinate.App(connector=connector)
+
+        @app.task(name=TASK_NAME, retry=FleetRetry())
+        async def run_job(job_id: str) -> None:
+            await loop.run_in_executor(executor, self._run_one, job_id, lease)
+
+        async with app.open_async():
+            worker = asyncio.create_task(
+                app.run_worker_async(
+                    queues=self.queues or None,  # type: ignore[arg-type]  # None: every queue
+                    name=",".join(devices)[:100],
+                    concurrency=len(devices),
+                    install_signal_handlers=False,
+                    update_heartbeat_interval=self.heartbeat_s,
+                    stalled_worker_timeout=self.stalled_s,
+                    delete_jobs="never",
+                )
+            )
+            while not stop.is_set() and not worker.done():
+                await asyncio.sleep(0.1)
+            if worker.done():  # on its own: a side task (heartbeat, listener) failed
+                worker.result()
+                raise StoreError(
+                    f"{self.describe()}: the job queue's worker stopped (the database went away?)"
+                )
+            worker.cancel()  # procrastinate's graceful stop: running jobs finish first
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+
+    def _run_one(self, job_id: str, lease: Lease) -> None:
+        """A fetched job on a free device: claimed, run, its result kept (or put back)."""
+        with lease() as (worker, handler):
+            with self._write(f"claim job {job_id!r} on {worker!r}") as connection:
+                job = self._mark_running(connection, job_id, worker, jobs.c.state != "done")
+            if job is None:
+                return  # done already (a retry of a job whose result was kept), or pruned
+            try:
+                result = handler(job)
+            except BaseException:
+                self._release(job_id, worker)
+                raise
+            self._complete(job_id, worker, result)
+
+    @contextlib.contextmanager
+    def _device_leases(self, devices: Sequence[str]) -> Iterator[None]:
+        """Session advisory locks on `devices`, on a connection of their own, held until exit
+        (or until this process dies: the server ends the session and frees them)."""
+        with self._translated("lease the devices"), self.engine.connect() as session:
+            schema = session.exec_driver_sql("SELECT current_schema()").scalar_one()
+            for device in devices:
+                key = zlib.crc32(f"{schema}/{device}".encode()) & 0x7FFFFFFF
+                taken = session.execute(
+                    sa.text("SELECT pg_try_advisory_lock(:space, :key)"),
+                    {"space": DEVICE_LOCKS, "key": key},
+                ).scalar_one()
+                session.commit()
+                if not taken:
+                    raise DeviceTaken(
+                        f"device {device} is served by another worker on schema {schema} "
+                        "(a device runs one job at a time, fleet-wide)"
+                    )
+            try:
+                yield
+            finally:
+                with contextlib.suppress(sa.exc.DBAPIError):
+                    session.exec_driver_sql("SELECT pg_advisory_unlock_all()")
+                    session.commit()
+
+    def leased_devices(self) -> int:
+        """How many devices the fleet's live workers serve now (their leases)."""
+        with self._read("count the leased devices") as connection:
+            count = connection.execute(
+                sa.text(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                    "AND classid = :space AND objsubid = 2"
+                ),
+                {"space": DEVICE_LOCKS},
+            ).scalar_one()
+        return int(count)
+
+    # --- administration --------------------------------------------------------------------
+
+    def requeue_running(self, worker: str | None = None) -> int:
+        """A fleet's running jobs may be running on live workers: only what `recover` finds
+        abandoned goes back."""
+        return self.recover()
+
+    def recover(self) -> int:
+        """Queue again the jobs of workers whose heartbeat is older than `stalled_s`, and the
+        rows no procrastinate job carries any more; how many."""
+        connector = self.app.connector.get_sync_connector()
+        with self._translated("recover the jobs of stalled workers"):
+            stalled = connector.execute_query_all(
+                query=procrastinate_sql.queries["select_stalled_jobs_by_heartbeat"],
+                queue=None,
+                task_name=TASK_NAME,
+                seconds_since_heartbeat=self.stalled_s,
+            )
+            for row in stalled:
+                self.app.job_manager.retry_job_by_id(row["id"], retry_at=datetime.now(UTC))
+                log.warning("job of a stalled worker requeued", job=row["args"].get("job_id"))
+        orphans = self._orphans()
+        for job_id, payload, priority in orphans:
+            log.warning("job queued again", job=job_id)
+            self._defer(job_id, queue_name(payload["backend"], payload["target"]), priority)
+        return len(stalled) + len(orphans)
+
+    def _orphans(self) -> list[tuple[str, dict[str, Any], float]]:
+        cutoff = self._clock() - timedelta(seconds=ORPHAN_GRACE_S)
+        with self._read("find jobs no worker will run") as connection:
+            rows = connection.execute(
+                sa.text(
+                    "SELECT j.job_id, j.payload, j.priority FROM jobs j "
+                    "WHERE j.state != 'done' AND j.updated_at < :cutoff AND NOT EXISTS ("
+                    "SELECT 1 FROM procrastinate_jobs p WHERE p.queueing_lock = j.job_id "
+                    "AND p.status IN ('todo', 'doing'))"
+                ),
+                {"cutoff": cutoff},
+            ).all()
+        return [(row.job_id, row.payload, row.priority) for row in rows]
+
+    def prune(self, older_than: timedelta) -> int:
+        pruned = super().prune(older_than)
+        with self._write("prune finished procrastinate jobs") as connection:
+            connection.execute(
+                sa.text(
+                    "DELETE FROM procrastinate_jobs p WHERE p.status IN "
+                    "('succeeded', 'failed', 'cancelled', 'aborted') AND NOT EXISTS "
+                    "(SELECT 1 FROM jobs j WHERE j.job_id = p.queueing_lock AND j.state != 'done') "
+                    "AND NOT EXISTS (SELECT 1 FROM procrastinate_events e WHERE e.job_id = p.id "
+                    "AND e.at >= :cutoff)"
+                ),
+                {"cutoff": self._clock() - older_than},
+            )
+        return pruned
+
+    def listing(self) -> list[JobListing]:
+        """Every job with procrastinate's view of it, newest first."""
+        with self._read("list the jobs") as connection:
+            rows = connection.execute(
+                sa.text(
+                    "SELECT jobs.*, p.status, p.queue_name, coalesce(p.runs, 0) AS runs "
+                    "FROM jobs LEFT JOIN LATERAL (SELECT status::text AS status, queue_name, "
+                    "attempts AS runs FROM procrastinate_jobs WHERE queueing_lock = jobs.job_id "
+                    "ORDER BY id DESC LIMIT 1) AS p ON true "
+                    "ORDER BY jobs.created_at DESC, jobs.job_id"
+                )
+            ).all()
+        return [_listing(row) for row in rows]
+
+
+def _listing(row: Any) -> JobListing:
+    job = job_from_row(row)
+    if job.state == "done":
+        status = "done"
+    elif row.status == "failed":
+        status = "failed"
+    elif job.state == "running" and row.status == "doing":
+        status = "running"
+    else:
+        status = "queued"
+    return JobListing(job, status, row.queue_name, int(row.runs))
+
+
+def sql_listing(connection: Connection) -> list[JobListing]:
+    """The jobs of a one-host database (no procrastinate), as `accelopt jobs` shows them."""
+    rows = connection.execute(sa.select(jobs).order_by(jobs.c.created_at.desc())).all()
+    status = {"pending": "queued", "running": "running", "done": "done"}
+    return [JobListing(job_from_row(row), status[row.state], None, row.attempts) for row in rows]
