@@ -65,8 +65,6 @@ class WorkerOptions:
     """The host's name in the fleet: devices are `<host>/<device>`."""
     quarantine_after: int = 3
     quarantine_s: float = 300.0
-    heartbeat_s: float = 10.0
-    stalled_s: float = 30.0
     unsafe_sandbox: bool = False
 
 
@@ -101,8 +99,7 @@ def _serve(settings: Settings, store: SqlEventStore, options: WorkerOptions) -> 
     queue = FleetJobQueue(
         store.engine,
         queues=[queue_name(options.backend, target)],
-        heartbeat_s=options.heartbeat_s,
-        stalled_s=options.stalled_s,
+        stalled_s=settings.fleet_stalled_s,
     )
     recorder = Recorder(store, correlation_id=f"worker:{options.host}:{os.getpid()}")
     pool = DevicePool(

@@ -73,7 +73,7 @@ from nkibench.task.spec import TaskSpec
 from store.engine import make_engine, sqlite_path
 from store.errors import StoreError
 from store.jobs.base import JobQueue
-from store.jobs.fleet import FleetJobQueue, queue_name
+from store.jobs.fleet import FleetJobQueue, queue_name, recover_every
 from store.jobs.sql import SqlJobQueue
 from store.migrate import upgrade
 from store.projections.library import LibraryProjection, LibraryState, Promotion
@@ -89,8 +89,6 @@ KEY_HINT = (
     "put the key in a file named by ACCELOPT_LLM_API_KEY_FILE, or in the systemd credential "
     "llm_api_key (LoadCredential=)"
 )
-RECOVER_EVERY_S = 10.0
-"""How often a PostgreSQL daemon hands a dead worker's jobs back to the queue."""
 CLOCK_HEARTBEAT_S = 5.0
 """The clock proves it runs with a job this often; silent for ten of them, it is dead."""
 
@@ -508,7 +506,7 @@ class Daemon:
         """On PostgreSQL, the jobs of dead workers go back to the queue (store.jobs.fleet)."""
         if not isinstance(self.queue, FleetJobQueue):
             return []
-        return [("recover_jobs", self.queue.recover, RECOVER_EVERY_S)]
+        return [("recover_jobs", self.queue.recover, recover_every(self.queue.stalled_s))]
 
     def _clock_job(self, name: str, function: Callable[[], None]) -> None:
         try:

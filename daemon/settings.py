@@ -218,6 +218,11 @@ class Settings(BaseSettings):
     """How long the daemon waits out a failing database (locked, read-only, full, gone,
     restarting), retrying with backoff, before it stops with exit status 1."""
 
+    fleet_stalled_s: float = Field(default=30.0, gt=0)
+    """PostgreSQL: a worker silent this long (no heartbeat; workers beat every third of it)
+    is taken for dead, and the coordinator hands its running jobs to other workers. The same
+    on every host of a fleet."""
+
     def isolation(self, *, allow_unsafe: bool = False) -> Isolation:
         """The OS sandbox kernels run in, as these settings (and --unsafe-sandbox) ask."""
         if self.sandbox == "none":

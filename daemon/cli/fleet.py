@@ -65,22 +65,6 @@ __all__ = ["jobs_command", "worker_command"]
     help="How long a quarantined device rests before it is tried again.",
 )
 @click.option(
-    "--heartbeat-seconds",
-    "heartbeat_s",
-    type=click.FloatRange(min=0.1),
-    default=10.0,
-    show_default=True,
-    help="How often the worker proves it is alive.",
-)
-@click.option(
-    "--stalled-seconds",
-    "stalled_s",
-    type=click.FloatRange(min=1),
-    default=30.0,
-    show_default=True,
-    help="A worker silent this long is dead: its jobs go to others.",
-)
-@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -98,8 +82,6 @@ def worker_command(
     host: str | None,
     quarantine_after: int,
     quarantine_s: float,
-    heartbeat_s: float,
-    stalled_s: float,
     log_level: str,
 ) -> None:
     """Serve this host's devices to the fleet's coordinator (PostgreSQL), one job per device
@@ -119,8 +101,6 @@ def worker_command(
         host=host or platform.node(),
         quarantine_after=quarantine_after,
         quarantine_s=quarantine_s,
-        heartbeat_s=heartbeat_s,
-        stalled_s=stalled_s,
         unsafe_sandbox=app.unsafe_sandbox,
     )
     ctx.exit(run_worker(app.settings, app.database_url, options))

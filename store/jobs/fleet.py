@@ -10,11 +10,12 @@ unless one is there already, so a job run twice still has one result, and the ev
 submitter records from it is keyed by the job id.
 
 What procrastinate brings: `FOR UPDATE SKIP LOCKED` fetching in priority order, LISTEN/NOTIFY
-wake-ups, retries with backoff (`FleetRetry`), and worker heartbeats. A worker that dies
-(kill -9, a host gone) stops heart-beating; `recover` (the coordinator's clock runs it every
-`RECOVER_EVERY_S`) hands its jobs back to the queue once its heartbeat is older than
-`stalled_s`, so a dead worker's job runs again elsewhere at most
-`stalled_s + RECOVER_EVERY_S` seconds after its last heartbeat (40 s by default).
+wake-ups, retries with backoff (`FleetRetry`), and worker heartbeats. A worker beats every
+`stalled_s / 3`; one that dies (kill -9, a host gone) stops. `recover` (the coordinator's clock
+runs it every `recover_every(stalled_s)`) hands its jobs back to the queue once its heartbeat
+is older than `stalled_s`, so a dead worker's job runs again elsewhere at most
+`stalled_s + recover_every(stalled_s)` after its last heartbeat: 40 s with the default
+ACCELOPT_FLEET_STALLED_S=30.
 
 A device serves one job at a time across the whole fleet: a worker holds a PostgreSQL session
 advisory lock per device it serves (its name, `<host>/<device>`), for as long as it serves, and
@@ -55,6 +56,7 @@ __all__ = [
     "JobListing",
     "Lease",
     "queue_name",
+    "recover_every",
 ]
 
 log = structlog.get_logger("accelopt.fleet")
@@ -78,6 +80,11 @@ class DeviceTaken(AccelOptError):
     """Another worker session serves one of the devices asked for."""
 
     exit_code: ClassVar[int] = 8
+
+
+def recover_every(stalled_s: float) -> float:
+    """How often a coordinator looks for the jobs of dead workers."""
+    return min(10.0, stalled_s / 3)
 
 
 def queue_name(backend: str, target: str) -> str:
@@ -133,7 +140,6 @@ class FleetJobQueue(SqlJobQueue):
         engine: Engine,
         *,
         queues: Sequence[str] = (),
-        heartbeat_s: float = 10.0,
         stalled_s: float = 30.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
@@ -142,8 +148,8 @@ class FleetJobQueue(SqlJobQueue):
             raise ValueError("the fleet's job queue needs PostgreSQL")
         self.queues = list(queues)
         """What `serve` takes (empty: every queue)."""
-        self.heartbeat_s = heartbeat_s
         self.stalled_s = stalled_s
+        """A worker silent this long is dead (`recover`); a worker here beats every third."""
         self._conninfo = libpq_url(engine)
         self._app: procrastinate.App | None = None
 
@@ -236,7 +242,7 @@ class FleetJobQueue(SqlJobQueue):
                     name=",".join(devices)[:100],
                     concurrency=len(devices),
                     install_signal_handlers=False,
-                    update_heartbeat_interval=self.heartbeat_s,
+                    update_heartbeat_interval=self.stalled_s / 3,
                     stalled_worker_timeout=self.stalled_s,
                     delete_jobs="never",
                 )

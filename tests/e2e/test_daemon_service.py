@@ -51,14 +51,7 @@ AGENTS = (
 )
 
 
-def llm_env(url: str) -> dict[str, str]:
-    return {
-        "ACCELOPT_LLM_BASE_URL": url,
-        "ACCELOPT_LLM_API_KEY": "test-key",
-        "ACCELOPT_LLM_TIMEOUT_S": "5",
-        "ACCELOPT_LLM_RETRY_BASE_S": "0.05",
-        **agent_script.MODELS,
-    }
+llm_env = agent_script.llm_env
 
 
 def finished(daemon: DaemonProcess) -> list[Any]:

@@ -55,6 +55,17 @@ WIDE_LESSON = (
 )
 
 
+def llm_env(url: str) -> dict[str, str]:
+    """A daemon's settings for the scripted LLM server at `url`."""
+    return {
+        "ACCELOPT_LLM_BASE_URL": url,
+        "ACCELOPT_LLM_API_KEY": "test-key",
+        "ACCELOPT_LLM_TIMEOUT_S": "5",
+        "ACCELOPT_LLM_RETRY_BASE_S": "0.05",
+        **MODELS,
+    }
+
+
 def fenced(code: str) -> str:
     return f"Here is the kernel.\n\n```python\n{code}```\n"
 

@@ -17,7 +17,7 @@ from events.base import Event
 from events.codec import decode
 from store.sql import SqlEventStore
 
-__all__ = ["DaemonProcess", "orphans", "wait_until"]
+__all__ = ["DaemonProcess", "WorkerProcess", "orphans", "wait_until"]
 
 PROGRAM = [sys.executable, "-c", "from daemon.cli import main; main()"]
 T = TypeVar("T")
@@ -153,3 +153,56 @@ class DaemonProcess:
         target = self.watch / name
         shutil.copytree(source, target)
         return target
+
+
+class WorkerProcess:
+    """`accelopt worker` as a child process: one "host" of a fleet, its own state directory
+    (and kernel work directory) under `root`."""
+
+    def __init__(self, root: Path, db: str, *args: str, env: dict[str, str] | None = None) -> None:
+        self.home = root / "state"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.args = args
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("ACCELOPT_")},
+            **{k: os.environ[k] for k in HOST_SETTINGS if k in os.environ},
+            "ACCELOPT_HOME": str(self.home),
+            "ACCELOPT_DB": db,
+            **(env or {}),
+        }
+        self.log = root / "worker.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        offset = len(self.log_text())
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [*PROGRAM, "worker", *self.args], env=self.env, stdout=log, stderr=log
+            )
+        wait_until(
+            lambda: '"event": "ready"' in self.log_text()[offset:] or not self.alive(),
+            60,
+            "the worker to be ready",
+        )
+        assert self.alive(), self.log_text()
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
+        assert self.process is not None
+        if self.alive():
+            self.process.send_signal(sig)
+        return self.process.wait(timeout=timeout)
+
+    def kernels(self) -> list[int]:
+        """Its kernel processes still running (their working directory is its work folder)."""
+        return orphans(self.home / "work")
