@@ -13,7 +13,7 @@ from rich.table import Table
 from daemon.allocator import limit_arenas
 from daemon.backends import parse_devices
 from daemon.cli.context import app_context
-from daemon.cli.options import database_option, device_list, json_option
+from daemon.cli.options import database_option, device_list, json_option, log_level_option
 from daemon.cli.render import emit_json, print_table
 from daemon.fleet import SLEEP_BACKEND, WorkerOptions, run_worker
 from daemon.logs import configure_logging
@@ -64,12 +64,7 @@ __all__ = ["jobs_command", "worker_command"]
     show_default=True,
     help="How long a quarantined device rests before it is tried again.",
 )
-@click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"]),
-    default="info",
-    show_default=True,
-)
+@log_level_option
 @database_option
 @click.pass_context
 def worker_command(

@@ -22,6 +22,7 @@ __all__ = [
     "device_list",
     "json_option",
     "kernel_options",
+    "log_level_option",
     "one_device",
     "search_config",
     "search_options",
@@ -176,3 +177,10 @@ seeds_option = click.option(
     "--seeds", "seeds_text", metavar="S1,S2,...", help="Correctness seeds (default: the task's)."
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+log_level_option = click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+)
+"""The services' (daemon, worker) log level."""

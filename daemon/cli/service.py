@@ -14,6 +14,7 @@ from daemon.cli.options import (
     database_option,
     device_list,
     kernel_options,
+    log_level_option,
     search_config,
     search_options,
 )
@@ -102,12 +103,7 @@ DAEMON_BACKEND = "nkisim"
     help="PostgreSQL: if another daemon holds the database, wait and take over when it goes "
     "(a second coordinator on another host).",
 )
-@click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"]),
-    default="info",
-    show_default=True,
-)
+@log_level_option
 @database_option
 @click.pass_context
 def daemon_command(

@@ -35,10 +35,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 import procrastinate
+import psycopg
+import psycopg_pool
 import sqlalchemy as sa
 import structlog
 from procrastinate import sql as procrastinate_sql
-from procrastinate.exceptions import AlreadyEnqueued
+from procrastinate.exceptions import AlreadyEnqueued, ConnectorException
 from procrastinate.jobs import Job as ProcrastinateJob
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
 from sqlalchemy.engine import Connection, Engine
@@ -164,6 +166,15 @@ class FleetJobQueue(SqlJobQueue):
             self._app.open()
         return self._app
 
+    @contextlib.contextmanager
+    def _translated(self, action: str) -> Iterator[None]:
+        """SQLAlchemy's errors as in every adapter, and procrastinate's and its driver's too."""
+        with super()._translated(action):
+            try:
+                yield
+            except (ConnectorException, psycopg.Error, psycopg_pool.PoolTimeout) as e:
+                raise StoreError(f"{self.describe()}: {action} failed: {e}") from e
+
     def close(self) -> None:
         if self._app is not None:
             self._app.close()
@@ -214,7 +225,8 @@ class FleetJobQueue(SqlJobQueue):
             ready()
             executor = ThreadPoolExecutor(len(devices), thread_name_prefix="job")
             try:
-                asyncio.run(self._serve(devices, lease, stop, executor))
+                with self._translated("serve the devices"):
+                    asyncio.run(self._serve(devices, lease, stop, executor))
             finally:
                 executor.shutdown(wait=True)
 
@@ -319,8 +331,8 @@ class FleetJobQueue(SqlJobQueue):
     def recover(self) -> int:
         """Queue again the jobs of workers whose heartbeat is older than `stalled_s`, and the
         rows no procrastinate job carries any more; how many."""
-        connector = self.app.connector.get_sync_connector()
         with self._translated("recover the jobs of stalled workers"):
+            connector = self.app.connector.get_sync_connector()
             stalled = connector.execute_query_all(
                 query=procrastinate_sql.queries["select_stalled_jobs_by_heartbeat"],
                 queue=None,

@@ -35,7 +35,7 @@ from tests.support import DATA, REPOSITORY, agent_script
 from tests.support.daemon_process import DaemonProcess, wait_until
 from tests.support.llm_server import Reply, Request, running_llm
 
-UNIT = REPOSITORY / "deploy" / "systemd" / "accelopt.service"
+UNITS = REPOSITORY / "deploy" / "systemd"
 KERNELS = DATA / "agent_kernels"
 AGENTS = (
     "--shapes",
@@ -189,11 +189,20 @@ def test_notifier_abstract_socket_and_watchdog_pid() -> None:
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="needs systemd-analyze")
-def test_the_unit_file_passes_systemd_analyze(tmp_path: Path) -> None:
-    # verify checks that ExecStart exists: point it at this checkout's program
+@pytest.mark.parametrize(
+    ("unit_file", "name"),
+    [
+        ("accelopt.service", "accelopt.service"),
+        ("accelopt-worker@.service", "accelopt-worker@0-3.service"),
+    ],
+)
+def test_the_unit_files_pass_systemd_analyze(tmp_path: Path, unit_file: str, name: str) -> None:
+    # verify checks that ExecStart exists: point it at this checkout's program; a template is
+    # checked as one of its instances
     program = Path(sys.executable).with_name("accelopt")
-    unit = tmp_path / "accelopt.service"
-    unit.write_text(UNIT.read_text().replace("/opt/accelopt/venv/bin/accelopt", str(program)))
+    unit = tmp_path / name
+    text = (UNITS / unit_file).read_text()
+    unit.write_text(text.replace("/opt/accelopt/venv/bin/accelopt", str(program)))
     verify = subprocess.run(
         ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, check=False
     )
@@ -201,7 +210,7 @@ def test_the_unit_file_passes_systemd_analyze(tmp_path: Path) -> None:
     assert verify.stderr == ""  # systemd 252 exits 0 even for unknown keys: stderr tells
     # systemd 252 takes the threshold on its internal 0-100 scale: 40 is the "4.0" it prints
     security = subprocess.run(
-        ["systemd-analyze", "security", "--offline=true", "--threshold=40", str(UNIT)],
+        ["systemd-analyze", "security", "--offline=true", "--threshold=40", str(unit)],
         capture_output=True,
         text=True,
         check=False,
@@ -209,7 +218,7 @@ def test_the_unit_file_passes_systemd_analyze(tmp_path: Path) -> None:
     assert security.returncode == 0, security.stdout[-2000:]
     # 2.x, not 1.9 as before the OS sandbox: the service may now make the namespaces that
     # bubblewrap confines each kernel in (user, mount, PID, IPC, network, UTS, cgroup)
-    assert "Overall exposure level for accelopt.service: 2." in security.stdout
+    assert f"Overall exposure level for {name}: 2." in security.stdout
 
 
 IDENTITY_REFERENCE = '''"""The identity, on inputs usually large (x1000 nine times in ten)."""

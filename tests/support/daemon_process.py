@@ -52,7 +52,31 @@ def orphans(workdir: Path) -> list[int]:
 HOST_SETTINGS = ("ACCELOPT_SANDBOX", "ACCELOPT_UNSAFE_SANDBOX")
 
 
-class DaemonProcess:
+class ChildProcess:
+    """A service of ours as a child process, its output in `log`."""
+
+    log: Path
+    process: subprocess.Popen[bytes] | None
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
+        assert self.process is not None
+        if self.alive():
+            self.process.send_signal(sig)
+        return self.process.wait(timeout=timeout)
+
+
+class DaemonProcess(ChildProcess):
     def __init__(
         self,
         root: Path,
@@ -98,17 +122,6 @@ class DaemonProcess:
                 "the daemon to be ready",
             )
 
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
     def wait(self, timeout: float = 60) -> int:
         """The exit status of a daemon that ends by itself."""
         assert self.process is not None
@@ -120,11 +133,6 @@ class DaemonProcess:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
         raise AssertionError("no VmHWM in /proc/<pid>/status")
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
-        assert self.process is not None
-        self.process.send_signal(sig)
-        return self.process.wait(timeout=timeout)
 
     def events(self, kind: type[Event], **where: Any) -> list[Any]:
         store = SqlEventStore.open(self.db)
@@ -155,7 +163,7 @@ class DaemonProcess:
         return target
 
 
-class WorkerProcess:
+class WorkerProcess(ChildProcess):
     """`accelopt worker` as a child process: one "host" of a fleet, its own state directory
     (and kernel work directory) under `root`."""
 
@@ -185,23 +193,6 @@ class WorkerProcess:
             "the worker to be ready",
         )
         assert self.alive(), self.log_text()
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
-        assert self.process is not None
-        if self.alive():
-            self.process.send_signal(sig)
-        return self.process.wait(timeout=timeout)
 
     def kernels(self) -> list[int]:
         """Its kernel processes still running (their working directory is its work folder)."""
