@@ -64,8 +64,6 @@ __all__ = [
 log = structlog.get_logger("accelopt.fleet")
 
 TASK_NAME = "accelopt.run_job"
-DEVICE_LOCKS = 0x0ACD
-"""The first key of the device leases' advisory locks (the daemon's lock uses 0x0ACC)."""
 MAX_ATTEMPTS = 5
 """Runs of a job that fail (not a drain) before procrastinate marks it failed; `recover`
 queues it again `ORPHAN_GRACE_S` later."""
@@ -123,6 +121,17 @@ class JobListing:
 def libpq_url(engine: Engine) -> str:
     """The engine's database as a libpq connection URI (search_path options kept)."""
     return engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _key(text: str) -> int:
+    return zlib.crc32(text.encode()) & 0x7FFFFFFF
+
+
+def _lease_space(connection: Connection) -> int:
+    """The first key of this schema's device leases (the second is the device's): one
+    database's leases, counted apart from those of other schemas on the same server."""
+    schema = connection.exec_driver_sql("SELECT current_schema()").scalar_one()
+    return _key(f"accelopt-devices:{schema}")
 
 
 def _priority(priority: float) -> int:
@@ -289,17 +298,16 @@ class FleetJobQueue(SqlJobQueue):
         """Session advisory locks on `devices`, on a connection of their own, held until exit
         (or until this process dies: the server ends the session and frees them)."""
         with self._translated("lease the devices"), self.engine.connect() as session:
-            schema = session.exec_driver_sql("SELECT current_schema()").scalar_one()
+            space = _lease_space(session)
             for device in devices:
-                key = zlib.crc32(f"{schema}/{device}".encode()) & 0x7FFFFFFF
                 taken = session.execute(
                     sa.text("SELECT pg_try_advisory_lock(:space, :key)"),
-                    {"space": DEVICE_LOCKS, "key": key},
+                    {"space": space, "key": _key(device)},
                 ).scalar_one()
                 session.commit()
                 if not taken:
                     raise DeviceTaken(
-                        f"device {device} is served by another worker on schema {schema} "
+                        f"device {device} is served by another worker on this database "
                         "(a device runs one job at a time, fleet-wide)"
                     )
             try:
@@ -317,7 +325,7 @@ class FleetJobQueue(SqlJobQueue):
                     "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
                     "AND classid = :space AND objsubid = 2"
                 ),
-                {"space": DEVICE_LOCKS},
+                {"space": _lease_space(connection)},
             ).scalar_one()
         return int(count)
 

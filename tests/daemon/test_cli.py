@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +17,8 @@ from daemon.cli import main
 from events.codec import encode
 from events.envelope import NewEvent
 from nkibench.suites import NKI_LEGACY_SUITE
+from store.jobs.base import Job
+from store.jobs.sql import SqlJobQueue
 from store.migrate import head_revision
 from store.projections.library import LibraryProjection
 from store.projections.runner import ProjectionRunner
@@ -428,3 +432,43 @@ def test_bench_nkibench_prints_percent_of_peak(accelopt: Callable[..., Run]) -> 
     table = accelopt("bench", "nkibench", "--shapes", "small", "--tasks", "silu", "--seeds", "0")
     assert "geomean % of peak" in table.out
     assert "latency ms (e)" in table.out
+
+
+def test_jobs_lists_the_one_host_queue_with_runs_and_devices(
+    fresh_sqlite_url: Callable[[], str], accelopt: Callable[..., Run]
+) -> None:
+    url = fresh_sqlite_url()
+    store = SqlEventStore.open(url)
+    try:
+        queue = SqlJobQueue(store.engine)
+        for job_id in ("a", "b"):
+            queue.submit(job_id, task="silu", kind="profile", payload={}, priority=0.0)
+        stop = threading.Event()
+
+        def one_and_stop(job: Job) -> dict[str, Any]:
+            stop.set()  # serve ends after the job in hand: "a" (the older) runs, "b" waits
+            return {"ok": True}
+
+        queue.serve("host/cpu0", one_and_stop, stop=stop, idle_s=0.1)
+    finally:
+        store.close()
+    listed = accelopt("jobs", "--json", "--db", url)
+    assert listed.code == 0, listed.err
+    by_id = {job["job_id"]: job for job in json.loads(listed.out)["jobs"]}
+    assert by_id["a"]["status"] == "done"
+    assert by_id["a"]["worker"] == "host/cpu0"
+    assert by_id["a"]["runs"] == 1
+    assert by_id["a"]["started_at"] <= by_id["a"]["finished_at"]
+    assert (by_id["b"]["status"], by_id["b"]["worker"], by_id["b"]["runs"]) == ("queued", None, 0)
+    table = accelopt("jobs", "--db", url)
+    assert table.code == 0
+    assert table.out.startswith("jobs: 1 queued, 0 running, 1 done, 0 failed; 0 retried\n")
+
+
+def test_a_worker_on_sqlite_says_it_needs_postgresql(
+    fresh_sqlite_url: Callable[[], str], accelopt: Callable[..., Run]
+) -> None:
+    url = fresh_sqlite_url()
+    refused = accelopt("worker", "--backend", "nkisim", "--devices", "1", "--db", url)
+    assert refused.code == 2
+    assert "accelopt worker needs PostgreSQL" in refused.err

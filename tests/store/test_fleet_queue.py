@@ -172,7 +172,10 @@ def test_each_device_runs_one_job_at_a_time_and_the_devices_run_together(
     assert workers == {"h/0", "h/1"}
 
 
-def test_a_device_served_elsewhere_is_refused(queues: Callable[..., FleetJobQueue]) -> None:
+def test_a_device_served_elsewhere_is_refused(
+    queues: Callable[..., FleetJobQueue], fresh_pg_url: Callable[[], str]
+) -> None:
+    elsewhere = make_engine(fresh_pg_url())  # another database's fleet on the same server
     first = queues(queues=[QUEUE])
     with Serving(first, ["h/0"], echo) as serving:
         deadline = time.monotonic() + WAIT_S
@@ -182,6 +185,10 @@ def test_a_device_served_elsewhere_is_refused(queues: Callable[..., FleetJobQueu
         with pytest.raises(DeviceTaken, match="device h/0 is served by another worker"):
             queues(queues=[QUEUE]).serve_devices(["h/0"], _never, stop=threading.Event())
         assert serving.thread.is_alive()
+        try:
+            assert FleetJobQueue(elsewhere).leased_devices() == 0  # leases count per database
+        finally:
+            elsewhere.dispose()
     assert first.leased_devices() == 0  # stopping gave the lease back
 
 
