@@ -6,7 +6,10 @@ backend and target (store.jobs.fleet), each on a device its pool hands out (daem
 until SIGTERM or SIGINT: running kernels are stopped, their jobs go back to the queue for any
 worker, and `WorkerStopped` is written. A worker killed outright leaves its jobs to the
 coordinator's recovery (after the heartbeat timeout) and its kernel processes die with it
-(their lifeline). Workers never migrate the database; the coordinator does.
+(their lifeline). Workers never migrate the database; the coordinator does. A job names its
+task's revision, which the worker rebuilds on its own disk from the log's blobs, as the daemon
+does: nothing of the coordinator's host (the kernel directory, its state directory) needs to be
+reachable from a worker's.
 
 The `sleep` backend runs no kernel: each job sleeps for its payload's `ms`. It exists for
 `accelopt bench fleet`, which measures the queue and the workers without kernels in the way.
@@ -19,7 +22,7 @@ import platform
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
@@ -29,13 +32,17 @@ import structlog
 from daemon.backends import open_for_command
 from daemon.devices import DevicePool
 from daemon.notify import Notifier
+from daemon.revisions import materialize
 from daemon.secrets import scrubber_for
 from daemon.settings import Settings
 from daemon.signals import stop_on_signals
 from daemon.workers import profile_job
-from events.catalog import WorkerStarted, WorkerStopped
+from events.catalog import KernelSourceChanged, WorkerStarted, WorkerStopped
 from events.errors import AccelOptError
+from nkibench.errors import TaskError
 from nkibench.policy.provenance import package_version
+from nkibench.result import KernelResult
+from nkibench.task.spec import TaskSpec
 from store.engine import normalize_url, sqlite_path
 from store.jobs.base import Handler, Job, JobCancelled
 from store.jobs.fleet import FleetJobQueue, queue_name
@@ -171,14 +178,57 @@ def _handlers(
         isolation=isolation,
         settings=settings,
     )
+    revisions = RevisionCopies(store, settings.state_dir() / "revisions")
     handlers: list[Handler] = [
-        _profiling(f"{options.host}/{device}", factory, workdir, stop)
+        _profiling(f"{options.host}/{device}", factory, workdir, stop, revisions)
         for device, (_, factory) in zip(options.devices, opened.devices, strict=True)
     ]
     return handlers, opened.target, isolation.describe()
 
 
+class RevisionCopies:
+    """This host's copies of the task revisions its jobs name, rebuilt from the log's blobs:
+    a worker never reads a path of the coordinator's host."""
+
+    def __init__(self, store: SqlEventStore, root: Path) -> None:
+        self.recorder = Recorder(store)
+        self.root = root
+        self._made: dict[tuple[str, str], str] = {}
+        self._lock = threading.Lock()
+
+    def folder(self, task: str, revision: str) -> str:
+        with self._lock:
+            made = self._made.get((task, revision))
+            if made is None:
+                made = str(self._materialize(task, revision).path)
+                self._made[(task, revision)] = made
+            return made
+
+    def _materialize(self, task: str, revision: str) -> TaskSpec:
+        for recorded in self.recorder.of_type(f"task:{task}", KernelSourceChanged):
+            if recorded.content_hash == revision:
+                return materialize(self.recorder.store, recorded, self.root)
+        raise TaskError(f"{task}: revision {revision[:12]} is not in the log")
+
+
 def _profiling(
-    worker: str, factory: Callable[[], Any], workdir: Path, stop: threading.Event
+    worker: str,
+    factory: Callable[[], Any],
+    workdir: Path,
+    stop: threading.Event,
+    revisions: RevisionCopies,
 ) -> Handler:
-    return partial(profile_job, make_backend=factory, worker=worker, workdir=workdir, stop=stop)
+    def run(job: Job) -> dict[str, Any]:
+        try:
+            folder = revisions.folder(job.task, job.payload["revision"])
+        except TaskError as e:
+            payload = job.payload
+            failed = KernelResult(
+                job.task, payload["backend"], payload["target"], payload["shapes"],
+                error_kind="task", message=e.message,
+            )  # fmt: skip
+            return failed.to_json()
+        local = replace(job, payload={**job.payload, "task_dir": folder})
+        return profile_job(local, factory, worker=worker, workdir=workdir, stop=stop)
+
+    return run

@@ -168,7 +168,8 @@ class QueuedProfiler:
             task=task.name,
             kind="profile",
             payload={
-                "task_dir": str(task.path),
+                "task_dir": str(task.path),  # this host's copy; a worker elsewhere makes its own
+                "revision": task.content_hash,  # of the recorded files, in the log's blobs
                 "source": source,
                 "shapes": self.shapes,
                 "seeds": list(self.seeds) if self.seeds else None,

@@ -105,6 +105,10 @@ def test_three_hosts_serve_thirty_tasks_each_job_once_each_device_one_job_at_a_t
     assert {device.split("/")[0] for device in devices} == set(hosts)  # every host worked
     assert len(devices) == 6
 
+    for worker, host in zip(workers, hosts, strict=True):  # each made its own task copies
+        copies = {path.name for path in (worker.home / "revisions").glob("*/*")}
+        assert copies == {job["task"] for job in listed if job["worker"].startswith(f"{host}/")}
+
     started = coordinator.events(WorkerStarted)
     assert sorted((w.host, tuple(w.devices)) for w in started) == [
         (host, (f"{host}/0", f"{host}/1")) for host in hosts
