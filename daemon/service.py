@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -80,6 +80,9 @@ from store.projections.library import LibraryProjection, LibraryState, Promotion
 from store.projections.runner import ProjectionRunner
 from store.recorder import Recorder
 from store.sql import SqlEventStore
+
+if TYPE_CHECKING:
+    from daemon.web.server import WebServer
 
 __all__ = ["Daemon", "DaemonOptions"]
 
@@ -133,6 +136,8 @@ class DaemonOptions:
     """Wait for the daemon holding the (PostgreSQL) database to go, then take over."""
     cooldown_s: float = 60.0
     """How long a task whose search crashed waits before the next."""
+    http: tuple[str, int] | None = None
+    """Where to serve the live pages (checked by daemon.web.server.parse_bind), or nowhere."""
 
 
 RECYCLE_EXIT = 9
@@ -538,7 +543,8 @@ class Daemon:
             finally:
                 self.lock.release()
 
-    def _serve(self) -> int:
+    def _started(self) -> None:
+        """The work folder swept, the projections caught up, the start recorded."""
         work = self.state_dir / "work"
         work.mkdir(parents=True, exist_ok=True)
         self.work_lock = startup.sweep_work(work)  # killed jobs' folders (SIGKILL leaks them)
@@ -554,6 +560,9 @@ class Daemon:
             ),
             "started",
         )
+
+    def _serve(self) -> int:
+        self._started()
         watcher = TaskWatcher(
             self.options.watch,
             self.recorder,
@@ -576,6 +585,7 @@ class Daemon:
             self.supervisor.watch(part)
         library = self.state_dir / "library"
         sync_library(self.library, library, self.store.get_text)
+        web = self._web()
         clock = self._clock(watcher)
         self.supervisor.watch(_ClockPart(clock), restartable=False)
         clock.start()
@@ -621,9 +631,19 @@ class Daemon:
             self.wake.clear()
         if live is not None:
             live.stop()
-        self._drain(clock, watcher, workers)
+        self._drain(clock, watcher, workers, web)
         self._last_sync(library)
         return self.exit_code
+
+    def _web(self) -> WebServer | None:
+        if self.options.http is None:
+            return None
+        from daemon.web.server import WebServer  # noqa: PLC0415 - the web extra, only here
+
+        host, port = self.options.http
+        server = WebServer(self.store, host, port, self.settings.http_token)
+        server.start()
+        return server
 
     def _last_sync(self, library: Path) -> None:
         """The library folder follows the log on each tick; a stop must not leave it behind
@@ -695,11 +715,17 @@ class Daemon:
         )
 
     def _drain(
-        self, clock: BackgroundScheduler, watcher: TaskWatcher, workers: list[WorkerPart]
+        self,
+        clock: BackgroundScheduler,
+        watcher: TaskWatcher,
+        workers: list[WorkerPart],
+        web: WebServer | None,
     ) -> None:
         self.notifier.stopping(f"stopping ({self.reason}): draining")
         log.info("stopping", reason=self.reason)
         watcher.stop()
+        if web is not None:
+            web.stop()
         clock.shutdown(wait=False)
         deadline = time.monotonic() + 30.0
         for running in self.running.values():

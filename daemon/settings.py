@@ -218,6 +218,10 @@ class Settings(BaseSettings):
     """How long the daemon waits out a failing database (locked, read-only, full, gone,
     restarting), retrying with backoff, before it stops with exit status 1."""
 
+    http_token: str | None = None
+    """The live pages' token (`accelopt serve`, `daemon --http`): needed to serve on any
+    address but loopback, and then asked of every request."""
+
     fleet_stalled_s: float = Field(default=30.0, gt=0)
     """PostgreSQL: a worker silent this long (no heartbeat; workers beat every third of it)
     is taken for dead, and the coordinator hands its running jobs to other workers. The same

@@ -13,14 +13,14 @@ import uuid
 import zlib
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol, Self
 
 from events.codec import storage_json
 from events.envelope import ExpectedVersion, NewEvent, StoredEvent
-from store.errors import IdempotencyConflict, InvalidPayload, StoreError
+from store.errors import BlobNotFound, IdempotencyConflict, InvalidPayload, StoreError
 from store.scrub import Scrubber
 
 __all__ = [
@@ -373,10 +373,21 @@ class EventStore(ABC):
 
     @abstractmethod
     def get_blob(self, sha256: str) -> bytes:
-        """The content stored under the hash; StoreError if absent."""
+        """The content stored under the hash; BlobNotFound if absent."""
 
     def get_text(self, sha256: str) -> str:
         return self.get_blob(sha256).decode("utf-8")
+
+    def get_texts(self, hashes: Iterable[str]) -> dict[str, str]:
+        """The texts of those of `hashes` the log holds (absent ones are left out): one look
+        for many, where an adapter can."""
+        found = {}
+        for sha256 in set(hashes):
+            try:
+                found[sha256] = self.get_text(sha256)
+            except BlobNotFound:
+                continue
+        return found
 
     # --- projections -----------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ from store.projections.runner import replay
 from store.sql import READ_PAGE, SqlEventStore
 from store.synthetic import SyntheticWorkload
 
-__all__ = ["STORE_TARGETS", "run_store_benchmark", "scratch_database"]
+__all__ = ["STORE_TARGETS", "fill", "run_store_benchmark", "scratch_database"]
 
 STORE_TARGETS = {
     "append_batch_per_s": (">=", 20_000.0),
@@ -65,7 +65,7 @@ def scratch_database(url: str | None) -> Iterator[str]:
         admin.dispose()
 
 
-def _fill(store: SqlEventStore, workload: SyntheticWorkload, count: int, size: int) -> float:
+def fill(store: SqlEventStore, workload: SyntheticWorkload, count: int, size: int) -> float:
     """Append `count` events in batches of `size`; returns events per second.
 
     Events are generated in chunks outside the timed part, so only appends are measured.
@@ -148,8 +148,8 @@ def run_store_benchmark(
         upgrade(engine)
         store = SqlEventStore(engine)
         try:
-            single_per_s = _fill(store, workload, single, 1)
-            batch_per_s = _fill(store, workload, events - store.head(), 100)
+            single_per_s = fill(store, workload, single, 1)
+            batch_per_s = fill(store, workload, events - store.head(), 100)
             total = store.head()
             with engine.begin() as connection:
                 # what autovacuum does to a log this size soon after: without statistics,

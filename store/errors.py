@@ -5,6 +5,7 @@ from typing import ClassVar
 from events.errors import AccelOptError
 
 __all__ = [
+    "BlobNotFound",
     "DatabaseNotFound",
     "IdempotencyConflict",
     "InvalidPayload",
@@ -18,6 +19,10 @@ __all__ = [
 
 class StoreError(AccelOptError):
     """Something went wrong in the event database."""
+
+
+class BlobNotFound(StoreError):
+    """The log holds no blob with this hash (an event naming text that was never stored)."""
 
 
 class WrongExpectedVersion(StoreError):

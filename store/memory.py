@@ -24,7 +24,7 @@ from store.base import (
     resolve_duplicate,
     validate_batch,
 )
-from store.errors import StoreError, WrongExpectedVersion
+from store.errors import BlobNotFound, StoreError, WrongExpectedVersion
 from store.scrub import Scrubber
 
 __all__ = ["MemoryEventStore"]
@@ -143,7 +143,7 @@ class MemoryEventStore(EventStore):
         try:
             return self._blobs[sha256]
         except KeyError:
-            raise StoreError(f"memory store: no blob {sha256}") from None
+            raise BlobNotFound(f"memory store: no blob {sha256}") from None
 
     def load_checkpoint(self, name: str) -> Checkpoint | None:
         return self._checkpoints.get(name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -38,7 +38,7 @@ from store.base import (
     validate_batch,
 )
 from store.engine import make_engine, read_connection, translated, write_transaction
-from store.errors import StoreError, WrongExpectedVersion
+from store.errors import BlobNotFound, StoreError, WrongExpectedVersion
 from store.migrate import check_current, describe
 from store.schema import (
     NOTIFY_CHANNEL,
@@ -53,6 +53,8 @@ __all__ = ["SqlEventStore"]
 
 PG_LOCK_TIMEOUT = "30s"
 READ_PAGE = 5000
+BLOBS_PER_QUERY = 500
+"""Hashes per `IN (...)` of a batch blob read (SQLite allows 32766 parameters; kept small)."""
 
 
 def _event_columns(dialect: str) -> tuple[sa.ColumnElement[Any], ...]:
@@ -427,8 +429,21 @@ class SqlEventStore(EventStore):
         with self._read() as connection:
             row = connection.execute(query).first()
         if row is None:
-            raise StoreError(f"{self.describe()}: no blob {sha256}")
+            raise BlobNotFound(f"{self.describe()}: no blob {sha256}")
         return decompress_blob(row.compression, row.content)
+
+    def get_texts(self, hashes: Iterable[str]) -> dict[str, str]:
+        wanted = sorted(set(hashes))
+        found = {}
+        with self._read() as connection:
+            for start in range(0, len(wanted), BLOBS_PER_QUERY):
+                chunk = wanted[start : start + BLOBS_PER_QUERY]
+                query = sa.select(blobs.c.sha256, blobs.c.compression, blobs.c.content).where(
+                    blobs.c.sha256.in_(chunk)
+                )
+                for sha256, compression, content in connection.execute(query):
+                    found[sha256] = decompress_blob(compression, content).decode("utf-8")
+        return found
 
     # --- projections -----------------------------------------------------------------------
 

@@ -22,7 +22,9 @@ from daemon.cli.fleet import jobs_command, worker_command
 from daemon.cli.kernels import check_command, import_nkibench_command, profile_command
 from daemon.cli.log import db, events_command, replay_command, status_command
 from daemon.cli.port import port_command
+from daemon.cli.report import report_command
 from daemon.cli.service import daemon_command, export_command
+from daemon.cli.web import serve_command
 from daemon.settings import Settings
 from events.errors import AccelOptError
 from nkibench.errors import NkiBenchError
@@ -67,6 +69,8 @@ for command in (
     worker_command,
     jobs_command,
     export_command,
+    report_command,
+    serve_command,
     bench,
 ):
     cli.add_command(command)

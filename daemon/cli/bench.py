@@ -23,6 +23,7 @@ from daemon.cli.options import (
 )
 from daemon.cli.render import cell, emit_json, print_table
 from daemon.fleet_bench import FLEET_TARGETS, FleetBenchError, run_fleet_benchmark
+from daemon.report.benchmark import REPORT_TARGETS, run_report_benchmark
 from daemon.soak import SoakConfig, run_soak_benchmark
 from nkibench.backends.triton.backend import TritonBackend
 from nkibench.benchmarks.gpu import run_gpu_benchmark
@@ -484,6 +485,27 @@ def bench_fleet(
     print_table(table)
     op, bound = FLEET_TARGETS["utilization"]
     click.echo(f"target: utilization {op} {bound:.0%} at 64 devices on this machine")
+
+
+@bench.command("report")
+@click.option(
+    "--events", "count", type=click.IntRange(min=1000), default=1_000_000, show_default=True
+)
+@json_option
+def bench_report(count: int, as_json: bool) -> None:
+    """`accelopt report` on a synthetic log of COUNT events (100 tasks): its wall time, peak
+    memory and the page's size."""
+    result = run_report_benchmark(events=count)
+    if as_json:
+        emit_json(result)
+        return
+    table = Table(title=f"accelopt report on {result['events']:,} synthetic events (SQLite)")
+    for column in ("metric", "value", "target"):
+        table.add_column(column)
+    for key, unit in (("report_s", "s"), ("peak_rss_mb", "MB"), ("html_mb", "MB")):
+        op, bound = REPORT_TARGETS.get(key, ("", None))
+        table.add_row(key, f"{result[key]:,} {unit}", f"{op} {bound:g}" if bound else "")
+    print_table(table)
 
 
 @bench.command("soak")

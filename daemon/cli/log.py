@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from datetime import datetime
 
 import click
 
 from daemon.cli.context import app_context
-from daemon.cli.options import database_option, json_option
+from daemon.cli.options import database_option, json_option, until_option, until_target
 from daemon.cli.render import (
     daemon_line,
     emit_json,
     event_json,
     library_json,
     library_table,
-    parse_until,
     print_table,
     stored_event_line,
 )
@@ -125,12 +123,7 @@ def events_command(
     type=click.Choice(sorted(PROJECTIONS)),
     help="Which projection to rebuild.",
 )
-@click.option(
-    "--until",
-    metavar="POSITION|ISO-TIME",
-    help="Rebuild as of this position, or of the last event recorded by this time (UTC if "
-    "no zone is given). Default: the whole log.",
-)
+@until_option
 @click.option(
     "--skip-unknown",
     is_flag=True,
@@ -150,12 +143,7 @@ def replay_command(
     as_json: bool,
 ) -> None:
     """A projection's state rebuilt from the log, as of now or any earlier moment."""
-    try:
-        target: int | datetime | None = parse_until(until) if until is not None else None
-    except ValueError:
-        raise click.BadParameter(
-            f"{until!r} is neither a position nor an ISO-8601 time", param_hint="--until"
-        ) from None
+    target = until_target(until)
     store = app_context(ctx).open_store(ctx)
     projection = make_projection(name)
     result = replay(

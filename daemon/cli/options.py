@@ -6,6 +6,7 @@ accepts before or after its name."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, TypeVar
 
 import click
@@ -13,6 +14,7 @@ import click
 from agents.config import SearchConfig
 from daemon.backends import DeviceListError, parse_devices
 from daemon.cli.context import AppContext
+from daemon.cli.render import parse_until
 from nkibench.backends import BACKENDS
 from nkibench.cost.tables import GENERATIONS
 
@@ -28,6 +30,8 @@ __all__ = [
     "search_options",
     "seed_list",
     "seeds_option",
+    "until_option",
+    "until_target",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -176,6 +180,24 @@ def seed_list(text: str | None) -> tuple[int, ...] | None:
 seeds_option = click.option(
     "--seeds", "seeds_text", metavar="S1,S2,...", help="Correctness seeds (default: the task's)."
 )
+until_option = click.option(
+    "--until",
+    metavar="POSITION|ISO-TIME",
+    help="As of this position, or of the last event recorded by this time (UTC if no zone is "
+    "given). Default: the whole log.",
+)
+
+
+def until_target(until: str | None) -> int | datetime | None:
+    """--until's value as a position or a time; a clear error otherwise."""
+    try:
+        return parse_until(until) if until is not None else None
+    except ValueError:
+        raise click.BadParameter(
+            f"{until!r} is neither a position nor an ISO-8601 time", param_hint="--until"
+        ) from None
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 log_level_option = click.option(
     "--log-level",

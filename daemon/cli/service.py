@@ -21,6 +21,7 @@ from daemon.cli.options import (
 from daemon.library import export_text
 from daemon.logs import configure_logging
 from daemon.service import Daemon, DaemonOptions
+from daemon.web.server import parse_bind
 from events.errors import AccelOptError
 from nkibench.task.spec import FULL
 from store.projections.library import LibraryProjection
@@ -98,6 +99,14 @@ DAEMON_BACKEND = "nkisim"
     "systemd to start a fresh one (0: no ceiling).",
 )
 @click.option(
+    "--http",
+    "http",
+    metavar="HOST:PORT",
+    default=None,
+    help="Serve the live pages, their JSON API and Prometheus /metrics here (read-only; an "
+    "address other than loopback needs ACCELOPT_HTTP_TOKEN). E.g. 127.0.0.1:8765.",
+)
+@click.option(
     "--standby",
     is_flag=True,
     help="PostgreSQL: if another daemon holds the database, wait and take over when it goes "
@@ -122,6 +131,7 @@ def daemon_command(
     snapshot_s: float,
     checkpoint_s: float,
     max_resident_mb: float,
+    http: str | None,
     standby: bool,
     log_level: str,
     **search: int,
@@ -149,6 +159,7 @@ def daemon_command(
         store_patience_s=app.settings.daemon_store_patience_s,
         max_resident_mb=max_resident_mb or None,
         standby=standby,
+        http=parse_bind(http, app.settings.http_token) if http else None,
     )
     url = app.database_url
     if url.startswith("sqlite:///"):

@@ -1,0 +1,1 @@
+"""The live pages: the report following the log, its JSON API and Prometheus /metrics."""

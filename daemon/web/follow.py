@@ -1,0 +1,38 @@
+"""The projections the live pages show, kept in step with the log in this process's memory.
+
+The pages only read: nothing here writes a checkpoint, a snapshot or an event. Each look folds
+the events recorded since the last one, so a request costs what the log grew by.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from daemon.report.model import ReportProjection, ReportState
+from events.codec import decode
+from store.base import EventStore
+from store.projections.library import LibraryProjection, LibraryState
+
+__all__ = ["Follower"]
+
+
+class Follower:
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+        self._library = LibraryProjection()
+        self._report = ReportProjection()
+        self.library: LibraryState = self._library.initial()
+        self.report: ReportState = self._report.initial()
+        self.position = 0
+        self._lock = threading.Lock()
+
+    def catch_up(self) -> int:
+        """Fold what was recorded since the last look; the position folded to."""
+        with self._lock:
+            for stored in self.store.read_all(after=self.position):
+                envelope: Any = decode(stored)
+                self.library = self._library.apply(self.library, envelope)
+                self.report = self._report.apply(self.report, envelope)
+                self.position = stored.position
+            return self.position

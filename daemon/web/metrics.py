@@ -1,0 +1,107 @@
+"""Prometheus metrics, computed at each scrape from the log's projections and the job queue:
+nothing is counted twice or kept apart from the log, so /metrics and `accelopt status` agree.
+Latencies carry their kind as a label: measured and estimated never share a series."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from daemon.web.follow import Follower
+from store.jobs.sql import SqlJobQueue
+from store.sql import SqlEventStore
+
+__all__ = ["metrics_registry"]
+
+DAEMON_PROJECTIONS = ("library", "memory", "portfolio")
+
+
+class _LogCollector(Collector):
+    def __init__(self, follower: Follower, store: SqlEventStore) -> None:
+        self.follower = follower
+        self.store = store
+
+    def collect(self) -> Iterator[Any]:
+        head = self.store.head()
+        folded = self.follower.catch_up()
+        library, report = self.follower.library, self.follower.report
+        yield GaugeMetricFamily("accelopt_log_events", "Events in the log (its head).", head)
+
+        lag = GaugeMetricFamily(
+            "accelopt_projection_lag_events",
+            "How many events a projection's saved state is behind the log's head.",
+            labels=["projection"],
+        )
+        lag.add_metric(["live_pages"], head - folded)
+        for name in DAEMON_PROJECTIONS:
+            saved = self.store.load_checkpoint(name)
+            lag.add_metric([name], head - (saved.position if saved else 0))
+        yield lag
+
+        states = GaugeMetricFamily("accelopt_tasks", "Tasks by state.", labels=["state"])
+        for state, count in sorted(Counter(t.state for t in library.tasks.values()).items()):
+            states.add_metric([state], count)
+        yield states
+
+        labels = ["task", "platform", "latency_kind"]
+        profiles = CounterMetricFamily(
+            "accelopt_profiles", "Profiles of a task's current revision.", labels=labels[:2]
+        )
+        failed = CounterMetricFamily(
+            "accelopt_failed_profiles", "Profiles that failed.", labels=labels[:2]
+        )
+        baseline = GaugeMetricFamily("accelopt_baseline_ms", "Baseline latency.", labels=labels)
+        best = GaugeMetricFamily("accelopt_best_ms", "Best latency so far.", labels=labels)
+        speedup = GaugeMetricFamily("accelopt_best_speedup", "Baseline over best.", labels=labels)
+        for name, task in sorted(library.tasks.items()):
+            for platform, record in sorted(task.platforms.items()):
+                profiles.add_metric([name, platform], record.profiles)
+                failed.add_metric([name, platform], record.failed_profiles)
+                kind = [name, platform, record.latency_kind or "unknown"]
+                if record.baseline_ms is not None:
+                    baseline.add_metric(kind, record.baseline_ms)
+                if record.best_ms is not None:
+                    best.add_metric(kind, record.best_ms)
+                if record.speedup is not None:
+                    speedup.add_metric(kind, record.speedup)
+        yield from (profiles, failed, baseline, best, speedup)
+
+        peak = GaugeMetricFamily(
+            "accelopt_best_pct_of_peak", "The best kernel's % of peak.", labels=["task"]
+        )
+        for name, task_report in sorted(report.tasks.items()):
+            if task_report.best_pct is not None:
+                peak.add_metric([name], task_report.best_pct)
+        yield peak
+
+        yield CounterMetricFamily("accelopt_llm_calls", "Answered LLM calls.", len(report.spend))
+        yield CounterMetricFamily(
+            "accelopt_llm_tokens", "LLM tokens.", sum(row[4] for row in report.spend)
+        )
+        yield CounterMetricFamily(
+            "accelopt_llm_cost_usd", "LLM spend in dollars.", sum(row[3] for row in report.spend)
+        )
+
+        jobs = GaugeMetricFamily("accelopt_jobs", "Jobs by state.", labels=["state"])
+        counts = SqlJobQueue(self.store.engine).counts()
+        for job_state, count in counts.items():
+            jobs.add_metric([job_state], count)
+        yield jobs
+        yield GaugeMetricFamily("accelopt_queue_depth", "Jobs waiting.", counts["pending"])
+
+        running = GaugeMetricFamily(
+            "accelopt_daemon_running", "1 while the host's daemon runs.", labels=["host"]
+        )
+        for host, daemon in sorted(library.daemons.items()):
+            running.add_metric([host], 1 if daemon.stopped_at is None else 0)
+        yield running
+
+
+def metrics_registry(follower: Follower, store: SqlEventStore) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_LogCollector(follower, store))
+    return registry
