@@ -1,4 +1,5 @@
-"""`accelopt bench daemon`: how fast the daemon notices a new task, and what it costs idle.
+"""`accelopt bench daemon [--http]`: how fast the daemon notices a new task, and what it costs
+idle (with --http, serving its live pages).
 
 The real daemon runs as a child process (nkisim, small shapes, a fresh SQLite file and watch
 directory). Task folders are dropped into the directory one at a time (an atomic rename, as a
@@ -12,11 +13,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +67,18 @@ def _wait_ready(log: Path, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-def run_daemon_benchmark(*, drops: int = 20, idle_s: float = 30.0) -> dict[str, Any]:
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def run_daemon_benchmark(
+    *, drops: int = 20, idle_s: float = 30.0, http: bool = False
+) -> dict[str, Any]:
+    """With `http`, the daemon also serves the live pages; the page is fetched once before the
+    idle period, so that what serving it loads (templates, plots) is in the memory measured."""
     with tempfile.TemporaryDirectory(prefix="accelopt-bench-daemon-") as tmp:
         root = Path(tmp)
         watch, staging, home = root / "kernels", root / "staging", root / "state"
@@ -73,9 +87,11 @@ def run_daemon_benchmark(*, drops: int = 20, idle_s: float = 30.0) -> dict[str, 
         env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELOPT_")}
         env |= {"ACCELOPT_HOME": str(home), "ACCELOPT_DB": db}
         log = root / "daemon.log"
+        port = _free_port()
+        served = ["--http", f"127.0.0.1:{port}"] if http else []
         with log.open("wb") as out:
             daemon = subprocess.Popen(
-                [*PROGRAM, "daemon", "--watch", str(watch), "--shapes", "small"],
+                [*PROGRAM, "daemon", "--watch", str(watch), "--shapes", "small", *served],
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -100,6 +116,9 @@ def run_daemon_benchmark(*, drops: int = 20, idle_s: float = 30.0) -> dict[str, 
                     time.sleep(0.02)
             store.close()
             time.sleep(3.0)  # the last searches finish; then the daemon has nothing to do
+            if http:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=60) as page:
+                    page.read()
             cpu_before = _cpu_seconds(daemon.pid)
             time.sleep(idle_s)
             idle_cpu = (_cpu_seconds(daemon.pid) - cpu_before) / idle_s * 100
@@ -110,6 +129,7 @@ def run_daemon_benchmark(*, drops: int = 20, idle_s: float = 30.0) -> dict[str, 
     ordered = sorted(latencies)
     return {
         "drops": drops,
+        "http": http,
         "p50_s": statistics.median(ordered),
         "p95_s": ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
         "max_s": ordered[-1],

@@ -372,14 +372,18 @@ def bench_gpu(
     show_default=True,
     help="Seconds of idleness to measure CPU over.",
 )
+@click.option("--http", is_flag=True, help="The daemon also serves its live pages.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def bench_daemon(drops: int, idle_s: float, as_json: bool) -> None:
+def bench_daemon(drops: int, idle_s: float, http: bool, as_json: bool) -> None:
     """Time from a task folder appearing to its baseline; idle CPU and memory."""
-    result = run_daemon_benchmark(drops=drops, idle_s=idle_s)
+    result = run_daemon_benchmark(drops=drops, idle_s=idle_s, http=http)
     if as_json:
         emit_json(result)
         return
-    table = Table(title=f"the daemon: {drops} task folders dropped one at a time (nkisim, small)")
+    served = ", serving its live pages" if http else ""
+    table = Table(
+        title=f"the daemon: {drops} task folders dropped one at a time (nkisim, small){served}"
+    )
     for column in ("metric", "value", "target"):
         table.add_column(column)
     for key, unit in (

@@ -112,6 +112,11 @@ class ReportState:
     memory: MemoryState = field(default_factory=MemoryState)
     memory_at: dict[int, str] = field(default_factory=dict)
     """The time of each position where the memory changed."""
+    failures: dict[str, int] = field(default_factory=dict)
+    """Profiles that failed, by error kind (compile, runtime, incorrect, timeout, ...)."""
+    planner_prompts: list[tuple[int, str, str]] = field(default_factory=list)
+    """(position, task, prompt blob) of each answered planner call: which lessons each
+    planner was shown is in its prompt."""
     head: int = 0
 
 
@@ -187,6 +192,8 @@ class ReportProjection:
                 task.cost_usd += event.cost_usd
                 task.tokens += tokens
                 task.calls += 1
+                if event.role == "planner":
+                    state.planner_prompts.append((position, event.task, event.prompt_blob))
         before = len(state.memory.log)
         state.memory = self._memory.apply(state.memory, envelope)
         if len(state.memory.log) != before:
@@ -197,6 +204,9 @@ class ReportProjection:
     def _profiled(state: ReportState, e: ProfileRecorded, position: int, at: str) -> None:
         task = _task(state, e.task)
         task.backend, task.target = e.backend, e.target
+        if not e.correct:
+            kind = e.error_kind or "unknown"
+            state.failures[kind] = state.failures.get(kind, 0) + 1
         task.dialect = e.dialect or task.dialect
         if e.purpose == "baseline" and e.correct:
             task.baseline_ms, task.baseline_pct = e.latency_ms, e.pct_of_peak
@@ -245,6 +255,8 @@ class ReportProjection:
             "spend": [list(row) for row in state.spend],
             "memory": self._memory.dump(state.memory),
             "memory_at": {str(k): v for k, v in state.memory_at.items()},
+            "failures": dict(state.failures),
+            "planner_prompts": [list(row) for row in state.planner_prompts],
             "head": state.head,
         }
 
@@ -260,6 +272,8 @@ class ReportProjection:
             spend=[(int(p), str(a), str(t), float(c), int(n)) for p, a, t, c, n in data["spend"]],
             memory=self._memory.load(data["memory"]),
             memory_at={int(k): v for k, v in data["memory_at"].items()},
+            failures={str(k): int(v) for k, v in data["failures"].items()},
+            planner_prompts=[(int(p), str(t), str(b)) for p, t, b in data["planner_prompts"]],
             head=int(data["head"]),
         )
 

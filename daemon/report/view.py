@@ -20,6 +20,7 @@ from daemon.report.model import Candidate, ReportState, TaskReport
 __all__ = ["DiffLine", "ReportView", "TaskView", "build_view"]
 
 TREE_LIMIT = 300
+PROMPT_LIMIT = 2000
 DIFF_LIMIT = 40
 KIND_MARK = {"measured": "(m)", "estimated": "(e)", None: ""}
 
@@ -107,7 +108,7 @@ def build_view(
         if not tasks or task in names:
             running += cost
             spend.append((at, round(running, 6)))
-    memory, active = _memory(state)
+    memory, active = _memory(state, _shown(state, reader))
     return ReportView(
         head=state.head,
         as_of=as_of,
@@ -280,7 +281,25 @@ def _diffs(
     return out
 
 
-def _memory(state: ReportState) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
+def _shown(state: ReportState, texts: _Texts) -> dict[str, list[str]]:
+    """Lesson → the tasks whose planner was shown it: its title in the planner's prompt while
+    it was active (the newest PROMPT_LIMIT prompts are read; two lessons of one title are one
+    lesson here)."""
+    recent = state.planner_prompts[-PROMPT_LIMIT:]
+    texts.prefetch(blob for _, _, blob in recent)
+    prompts = [(p, task, text) for p, task, blob in recent if (text := texts.get(blob))]
+    shown: dict[str, set[str]] = {}
+    for item in state.memory.items.values() if prompts else ():
+        retired = item.retired_position if item.retired_position is not None else state.head
+        for position, task, text in prompts:
+            if item.added_position < position <= retired and item.title in text:
+                shown.setdefault(item.item_id, set()).add(task)
+    return {item: sorted(tasks) for item, tasks in shown.items()}
+
+
+def _memory(
+    state: ReportState, shown: dict[str, list[str]]
+) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
     rows, active, count = [], [], 0
     for change in state.memory.log:
         item = state.memory.items.get(change["item_id"])
@@ -308,6 +327,7 @@ def _memory(state: ReportState) -> tuple[list[dict[str, Any]], list[tuple[int, i
                 ),
                 "platform": f"{item.backend}:{item.target}" if item else "",
                 "reason": change["reason"],
+                "shown_to": shown.get(change["item_id"], []) if change["change"] == "added" else [],
             }
         )
     return rows, active

@@ -61,13 +61,13 @@ class _LogCollector(Collector):
             for platform, record in sorted(task.platforms.items()):
                 profiles.add_metric([name, platform], record.profiles)
                 failed.add_metric([name, platform], record.failed_profiles)
-                kind = [name, platform, record.latency_kind or "unknown"]
+                timed = [name, platform, record.latency_kind or "unknown"]
                 if record.baseline_ms is not None:
-                    baseline.add_metric(kind, record.baseline_ms)
+                    baseline.add_metric(timed, record.baseline_ms)
                 if record.best_ms is not None:
-                    best.add_metric(kind, record.best_ms)
+                    best.add_metric(timed, record.best_ms)
                 if record.speedup is not None:
-                    speedup.add_metric(kind, record.speedup)
+                    speedup.add_metric(timed, record.speedup)
         yield from (profiles, failed, baseline, best, speedup)
 
         peak = GaugeMetricFamily(
@@ -77,6 +77,13 @@ class _LogCollector(Collector):
             if task_report.best_pct is not None:
                 peak.add_metric([name], task_report.best_pct)
         yield peak
+
+        failures = CounterMetricFamily(
+            "accelopt_profile_failures", "Failed profiles by error kind.", labels=["kind"]
+        )
+        for error_kind, count in sorted(report.failures.items()):
+            failures.add_metric([error_kind], count)
+        yield failures
 
         yield CounterMetricFamily("accelopt_llm_calls", "Answered LLM calls.", len(report.spend))
         yield CounterMetricFamily(

@@ -66,6 +66,7 @@ WITHOUT_DATABASE = {
     "bench fidelity",
     "bench daemon",
     "bench soak",
+    "bench report",
 }
 """Benchmarks that make their own databases and workspaces, and never read --db."""
 

@@ -96,6 +96,8 @@ def test_the_report_opens_offline_with_plots_tree_and_counts(run: Run) -> None:
             )
             assert page.count(f"{section} div.search") == 2
         assert page.count("section.task[data-task='silu'] .promoted-diff .add") >= 1
+    shown = {t for change in report_json(run)["memory"] for t in change["shown_to"]}
+    assert shown - {"silu"}, "silu's lessons reached the other tasks' planners (shared memory)"
 
 
 def test_until_a_middle_position_shows_the_past_and_its_memory(run: Run) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
 
 from agents.memory import MemoryProjection
 from events.catalog import EVENT_TYPES
@@ -19,18 +18,7 @@ from events.envelope import NewEvent, StoredEvent
 from events.projection import fold
 from store.projections.library import LibraryProjection
 from store.sql import SqlEventStore
-from tests.support import DATA
-
-GOLDEN = DATA / "golden"
-
-
-def corpus(name: str) -> list[StoredEvent]:
-    records = []
-    for line in (GOLDEN / name).read_text(encoding="utf-8").splitlines():
-        raw = json.loads(line)
-        raw["recorded_at"] = datetime.fromisoformat(raw["recorded_at"])
-        records.append(StoredEvent(**raw))
-    return records
+from tests.support.golden import GOLDEN, corpus
 
 
 def all_golden() -> list[StoredEvent]:

@@ -1,0 +1,65 @@
+"""The report projection over a real log (tests/data/golden/log-d3ce469.jsonl: `accelopt
+optimize` of two suite tasks against the scripted LLM): what it folds, and that a state saved
+half-way and loaded folds on exactly like one that never stopped."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from daemon.report.model import ReportProjection, ReportState
+from daemon.report.view import build_view
+from events.catalog import CandidateGenerated, KernelPromoted, LLMCallCompleted
+from events.codec import decode
+from events.projection import fold
+from tests.support.golden import corpus
+
+LOG = corpus("log-d3ce469.jsonl")
+
+
+def folded(events: list[object], state: ReportState | None = None) -> ReportState:
+    projection = ReportProjection()
+    return fold(projection, (decode(e) for e in events), state or projection.initial())  # type: ignore[arg-type]
+
+
+def test_the_fold_counts_what_the_log_holds() -> None:
+    state = folded(LOG)
+    decoded = [decode(e).event for e in LOG]
+    generated = Counter(e.task for e in decoded if isinstance(e, CandidateGenerated))
+    assert {t: len([c for c in state.candidates.values() if c.task == t]) for t in generated} == (
+        dict(generated)
+    )
+    promoted = Counter(e.task for e in decoded if isinstance(e, KernelPromoted))
+    assert {t: len(r.promotions) for t, r in state.tasks.items() if r.promotions} == dict(promoted)
+    answered = [e for e in decoded if isinstance(e, LLMCallCompleted) and e.error is None]
+    assert len(state.spend) == len(answered)
+    assert round(sum(r.cost_usd for r in state.tasks.values()), 9) == round(
+        sum(e.cost_usd for e in answered if e.task), 9
+    )
+    assert state.head == LOG[-1].position
+    for task in state.tasks.values():  # a baseline's profile names no candidate; it is found
+        baselines = [
+            c for c in state.candidates.values() if c.task == task.name and c.origin == "baseline"
+        ]
+        assert all(c.latency_ms is not None for c in baselines), task.name
+
+
+def test_a_state_saved_half_way_folds_on_like_one_that_never_stopped() -> None:
+    projection = ReportProjection()
+    half = len(LOG) // 2
+    saved = json.loads(json.dumps(projection.dump(folded(LOG[:half]))))
+    resumed = folded(LOG[half:], projection.load(saved))
+    assert projection.dump(resumed) == projection.dump(folded(LOG))
+
+
+def test_the_view_without_texts_says_so_and_counts_fates() -> None:
+    state = folded(LOG)
+    view = build_view(state, lambda hashes: {})  # a log whose blobs are gone
+    assert view.totals["candidates"] == len(state.candidates)
+    for task in view.tasks:
+        assert sum(task.fates.values()) == task.candidates
+        assert task.left_out == 0
+        if task.promoted_diff is not None:
+            assert [line.text for line in task.promoted_diff] == [
+                "(a kernel's text is not in the log)"
+            ]
