@@ -6,8 +6,10 @@ Every latency printed carries its kind: (m) measured on hardware, (e) estimated 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import click
@@ -27,9 +29,20 @@ __all__ = [
     "parse_until",
     "print_table",
     "stored_event_line",
+    "write_file",
 ]
 
 _KIND_MARK = {"measured": "(m)", "estimated": "(e)"}
+
+
+def write_file(out: Path, text: str) -> None:
+    """`text` into `out` whole or not at all (a reader never sees half a file)."""
+    staging = out.with_name(f".{out.name}.tmp")
+    try:
+        staging.write_text(text, encoding="utf-8")
+        os.replace(staging, out)
+    except OSError as e:
+        raise click.FileError(str(out), hint=e.strerror or str(e)) from None
 
 
 def emit_json(value: Any) -> None:

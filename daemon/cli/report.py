@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 
 import click
 
 from daemon.cli.context import app_context
 from daemon.cli.options import database_option, json_option, until_option, until_target
-from daemon.cli.render import emit_json
+from daemon.cli.render import emit_json, write_file
 from daemon.report.fleet import busy_by_device
 from daemon.report.html import render_report, report_view
 from daemon.report.model import ReportProjection
@@ -57,12 +56,7 @@ def report_command(
     page = render_report(view)
     if not out.parent.is_dir():
         raise click.BadParameter(f"{out.parent} is not a directory", param_hint="--out")
-    staging = out.with_name(f".{out.name}.tmp")
-    try:
-        staging.write_text(page, encoding="utf-8")
-        os.replace(staging, out)
-    except OSError as e:
-        raise click.FileError(str(out), hint=e.strerror or str(e)) from None
+    write_file(out, page)
     click.echo(
         f"{out}: {len(view.tasks)} tasks, {view.totals['candidates']} candidates, "
         f"{view.totals['promotions']} promotions, as of {as_of}",

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
@@ -18,6 +17,7 @@ from daemon.cli.options import (
     search_config,
     search_options,
 )
+from daemon.cli.render import write_file
 from daemon.library import export_text
 from daemon.logs import configure_logging
 from daemon.service import Daemon, DaemonOptions
@@ -187,10 +187,5 @@ def export_command(ctx: click.Context, task: str, out: Path | None) -> None:
     if out is None:
         click.echo(text, nl=False)
     else:
-        staging = out.with_name(f".{out.name}.tmp")
-        try:
-            staging.write_text(text, encoding="utf-8")
-            os.replace(staging, out)
-        except OSError as e:
-            raise click.FileError(str(out), hint=e.strerror or str(e)) from None
+        write_file(out, text)
         click.echo(f"{task}: {promoted.candidate_id} written to {out}", err=True)

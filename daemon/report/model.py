@@ -208,24 +208,23 @@ class ReportProjection:
             kind = e.error_kind or "unknown"
             state.failures[kind] = state.failures.get(kind, 0) + 1
         task.dialect = e.dialect or task.dialect
-        if e.purpose == "baseline" and e.correct:
-            task.baseline_ms, task.baseline_pct = e.latency_ms, e.pct_of_peak
+        latency = e.latency_ms if e.correct and e.latency_kind is not None else None
+        if latency is not None and e.purpose != "reverify":
+            if e.purpose == "baseline":
+                task.baseline_ms, task.baseline_pct = latency, e.pct_of_peak
+            if task.best_ms is None or latency < task.best_ms:
+                task.best_ms, task.best_pct = latency, e.pct_of_peak
             task.latency_kind = e.latency_kind
         candidate = state.candidates.get(e.candidate_id or _baseline_of(state, e.job_id))
         if e.purpose == "reverify" or candidate is None:
             return
         candidate.latency_kind = e.latency_kind
-        if not e.correct or e.latency_ms is None or e.latency_kind is None:
+        if latency is None or e.latency_kind is None:
             candidate.fate, candidate.reason = "failed", e.error_kind
             return
         candidate.fate = _later(candidate.fate, "profiled")
-        candidate.latency_ms, candidate.pct_of_peak = e.latency_ms, e.pct_of_peak
-        task.points.append(
-            Point(position, at, candidate.candidate_id, e.latency_ms, e.latency_kind)
-        )
-        if task.best_ms is None or e.latency_ms < task.best_ms:
-            task.best_ms, task.best_pct = e.latency_ms, e.pct_of_peak
-            task.latency_kind = e.latency_kind
+        candidate.latency_ms, candidate.pct_of_peak = latency, e.pct_of_peak
+        task.points.append(Point(position, at, candidate.candidate_id, latency, e.latency_kind))
 
     @staticmethod
     def _selected(state: ReportState, e: BeamSelected, position: int, at: str) -> None:

@@ -474,3 +474,25 @@ def test_a_worker_on_sqlite_says_it_needs_postgresql(fresh_sqlite_url: Callable[
     )  # fmt: skip
     assert refused.returncode == 2
     assert "accelopt worker needs PostgreSQL" in refused.stderr
+
+
+def test_report_names_a_missing_task_and_a_missing_folder(
+    fresh_sqlite_url: Callable[[], str], accelopt: Callable[..., Run], tmp_path: Path
+) -> None:
+    url = fresh_sqlite_url()
+    story(url).close()
+    unknown = accelopt("report", "--db", url, "--task", "nope", "--out", str(tmp_path / "r.html"))
+    assert unknown.code == 2
+    assert "no task named nope in the log" in unknown.err
+    nowhere = accelopt("report", "--db", url, "--out", str(tmp_path / "no" / "r.html"))
+    assert nowhere.code == 2
+    assert "is not a directory" in nowhere.err
+    written = accelopt(
+        "report", "--db", url, "--task", "rmsnorm", "--out", str(tmp_path / "r.html")
+    )
+    assert written.code == 0, written.err
+    page = (tmp_path / "r.html").read_text()
+    assert 'data-task="rmsnorm"' in page
+    assert 'data-task="silu"' not in page  # only the task asked for
+    assert "0.5 ms (e)" in page  # the best profile's latency, labelled estimated
+    assert "4.000x" in page  # 2 ms → 0.5 ms
