@@ -8,11 +8,11 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from daemon.report.model import ReportState
+from daemon.report.model import Point, ReportState
 from daemon.report.plots import cumulative_spend_svg, latency_svg, memory_svg
 from daemon.report.view import ReportView, build_view
 
-__all__ = ["main_fragment", "render_report", "report_view"]
+__all__ = ["draw_plots", "main_fragment", "render_report", "report_view", "series_of"]
 
 
 @functools.cache
@@ -27,6 +27,10 @@ def _template() -> Any:
     return environment.get_template("report.html")
 
 
+Series = dict[str, tuple[list[Point], list[Point], list[Point]]]
+"""Per task: its profiles, the beam's best and the promotions, as plotted."""
+
+
 def report_view(
     state: ReportState,
     texts: Callable[[Iterable[str]], dict[str, str]],
@@ -37,11 +41,27 @@ def report_view(
 ) -> ReportView:
     """The view with its plots drawn."""
     view = build_view(state, texts, tasks=tasks, as_of=as_of)
-    for task in view.tasks:
-        folded = state.tasks[task.name]
-        if folded.points or folded.beam:
-            task.latency_svg = latency_svg(folded.points, folded.beam, folded.promotions)
     view.fleet = fleet or []
+    return draw_plots(view, series_of(state, view))
+
+
+def series_of(state: ReportState, view: ReportView) -> Series:
+    """The view's tasks' plotted points, copied out of the state (which a fold may change)."""
+    return {
+        t.name: (
+            list(state.tasks[t.name].points),
+            list(state.tasks[t.name].beam),
+            list(state.tasks[t.name].promotions),
+        )
+        for t in view.tasks
+    }
+
+
+def draw_plots(view: ReportView, series: Series) -> ReportView:
+    for task in view.tasks:
+        points, beam, promotions = series[task.name]
+        if points or beam:
+            task.latency_svg = latency_svg(points, beam, promotions)
     return view
 
 

@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import hmac
 import json
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -27,7 +28,7 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
-from daemon.report.html import main_fragment, render_report, report_view
+from daemon.report.html import draw_plots, main_fragment, render_report, series_of
 from daemon.report.view import build_view
 from daemon.web.follow import Follower
 from daemon.web.metrics import metrics_registry
@@ -42,10 +43,11 @@ COOKIE = "accelopt_token"
 def make_app(store: SqlEventStore, *, token: str | None = None) -> Starlette:
     follower = Follower(store)
     registry = metrics_registry(follower, store)
+    pages = _Pages(follower, store)
 
     async def page(request: Request) -> Response:
         tasks = request.query_params.getlist("task") or None
-        html = await asyncio.to_thread(_page, follower, store, tasks)
+        html = await asyncio.to_thread(pages.get, tasks)
         if request.query_params.get("fragment") == "main":
             return HTMLResponse(main_fragment(html))
         return HTMLResponse(html)
@@ -54,9 +56,10 @@ def make_app(store: SqlEventStore, *, token: str | None = None) -> Starlette:
         tasks = request.query_params.getlist("task") or None
 
         def data() -> dict[str, object]:
-            follower.catch_up()
-            view = build_view(follower.report, store.get_texts, tasks=tasks)
-            return dataclasses.asdict(view)
+            with follower.lock:
+                follower.catch_up()
+                view = build_view(follower.report, store.get_texts, tasks=tasks)
+                return dataclasses.asdict(view)
 
         return JSONResponse(await asyncio.to_thread(data))
 
@@ -88,10 +91,31 @@ def make_app(store: SqlEventStore, *, token: str | None = None) -> Starlette:
     )
 
 
-def _page(follower: Follower, store: SqlEventStore, tasks: list[str] | None) -> str:
-    position = follower.catch_up()
-    view = report_view(follower.report, store.get_texts, tasks=tasks, as_of=f"position {position}")
-    return render_report(view, live=True)
+class _Pages:
+    """The page as of the log's head, drawn once per head and task list: every open page asks
+    for it again when the head moves, and drawing it is the costly part."""
+
+    def __init__(self, follower: Follower, store: SqlEventStore) -> None:
+        self.follower = follower
+        self.store = store
+        self._drawn: tuple[int, tuple[str, ...], str] | None = None
+        self._lock = threading.Lock()
+
+    def get(self, tasks: list[str] | None) -> str:
+        with self._lock:  # one drawing at a time: the others then take it
+            with self.follower.lock:  # the data, out of the state
+                position = self.follower.catch_up()
+                key = tuple(tasks or ())
+                if self._drawn is not None and self._drawn[:2] == (position, key):
+                    return self._drawn[2]
+                state = self.follower.report
+                view = build_view(state, self.store.get_texts, tasks=tasks,
+                                  as_of=f"position {position}")  # fmt: skip
+                series = series_of(state, view)
+            # the pictures, with the state free for the metrics and the API meanwhile
+            html = render_report(draw_plots(view, series), live=True)
+            self._drawn = (position, key, html)
+            return html
 
 
 class _TokenCheck(BaseHTTPMiddleware):

@@ -1,7 +1,8 @@
 """The projections the live pages show, kept in step with the log in this process's memory.
 
 The pages only read: nothing here writes a checkpoint, a snapshot or an event. Each look folds
-the events recorded since the last one, so a request costs what the log grew by.
+the events recorded since the last one, so a request costs what the log grew by. Whoever reads
+the states holds `lock` meanwhile: a fold on another request's thread changes them in place.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ class Follower:
         self.library: LibraryState = self._library.initial()
         self.report: ReportState = self._report.initial()
         self.position = 0
-        self._lock = threading.Lock()
+        self.lock = threading.RLock()
 
     def catch_up(self) -> int:
         """Fold what was recorded since the last look; the position folded to."""
-        with self._lock:
+        with self.lock:
             for stored in self.store.read_all(after=self.position):
                 envelope: Any = decode(stored)
                 self.library = self._library.apply(self.library, envelope)

@@ -26,6 +26,10 @@ class _LogCollector(Collector):
         self.store = store
 
     def collect(self) -> Iterator[Any]:
+        with self.follower.lock:  # the states stay as folded while they are read
+            yield from self._collect()
+
+    def _collect(self) -> Iterator[Any]:
         head = self.store.head()
         folded = self.follower.catch_up()
         library, report = self.follower.library, self.follower.report
