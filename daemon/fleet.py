@@ -22,7 +22,7 @@ import platform
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,7 +41,6 @@ from events.catalog import KernelSourceChanged, WorkerStarted, WorkerStopped
 from events.errors import AccelOptError
 from nkibench.errors import TaskError
 from nkibench.policy.provenance import package_version
-from nkibench.result import KernelResult
 from nkibench.task.spec import TaskSpec
 from store.engine import normalize_url, sqlite_path
 from store.jobs.base import Handler, Job, JobCancelled
@@ -218,17 +217,10 @@ def _profiling(
     stop: threading.Event,
     revisions: RevisionCopies,
 ) -> Handler:
-    def run(job: Job) -> dict[str, Any]:
-        try:
-            folder = revisions.folder(job.task, job.payload["revision"])
-        except TaskError as e:
-            payload = job.payload
-            failed = KernelResult(
-                job.task, payload["backend"], payload["target"], payload["shapes"],
-                error_kind="task", message=e.message,
-            )  # fmt: skip
-            return failed.to_json()
-        local = replace(job, payload={**job.payload, "task_dir": folder})
-        return profile_job(local, factory, worker=worker, workdir=workdir, stop=stop)
+    def task_dir(job: Job) -> str:
+        return revisions.folder(job.task, job.payload["revision"])
 
-    return run
+    return partial(
+        profile_job, make_backend=factory, worker=worker, workdir=workdir, stop=stop,
+        task_dir=task_dir,
+    )  # fmt: skip

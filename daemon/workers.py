@@ -76,15 +76,17 @@ def profile_job(
     worker: str,
     workdir: Path,
     stop: threading.Event,
+    task_dir: Callable[[Job], str] = lambda job: str(job.payload["task_dir"]),
 ) -> dict[str, Any]:
     """A profile job's work on one device: its result (KernelResult as JSON), or JobCancelled
-    when `stop` ended the kernel's run."""
+    when `stop` ended the kernel's run. `task_dir` finds the job's task folder on this host (a
+    TaskError there is the job's `task` failure, as a broken folder is)."""
     payload: dict[str, Any] = job.payload
     bound = structlog.contextvars.bound_contextvars(job_id=job.job_id, task=job.task, worker=worker)
     with bound:
         log.info("profiling", attempt=job.attempts)
         try:
-            task = load_task(payload["task_dir"])
+            task = load_task(task_dir(job))
             if payload.get("dialect", task.dialect) != task.dialect:
                 task = task.with_kernel(payload["source"], payload["dialect"])
             result = profile_kernel(

@@ -194,10 +194,9 @@ class FleetJobQueue(SqlJobQueue):
     def submit(
         self, job_id: str, *, task: str, kind: str, payload: dict[str, Any], priority: float
     ) -> None:
-        if self.get(job_id) is not None:
-            return  # submitted before, in whatever state: never twice
-        super().submit(job_id, task=task, kind=kind, payload=payload, priority=priority)
-        self._defer(job_id, queue_name(payload["backend"], payload["target"]), priority)
+        if self._insert(job_id, task=task, kind=kind, payload=payload, priority=priority):
+            self._defer(job_id, queue_name(payload["backend"], payload["target"]), priority)
+        # else: submitted before, in whatever state: never twice
 
     def _defer(self, job_id: str, queue: str, priority: float) -> None:
         with self._translated(f"queue job {job_id!r}"):

@@ -79,6 +79,12 @@ class SqlJobQueue(ClaimingQueue):
     def submit(
         self, job_id: str, *, task: str, kind: str, payload: dict[str, Any], priority: float
     ) -> None:
+        self._insert(job_id, task=task, kind=kind, payload=payload, priority=priority)
+
+    def _insert(
+        self, job_id: str, *, task: str, kind: str, payload: dict[str, Any], priority: float
+    ) -> bool:
+        """The job as pending, unless one with its id exists; True if this call made it."""
         now = self._clock()
         values = {
             "job_id": job_id,
@@ -94,10 +100,16 @@ class SqlJobQueue(ClaimingQueue):
             "updated_at": now,
         }
         insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
-        statement = insert(jobs).values(**values).on_conflict_do_nothing(index_elements=["job_id"])
+        statement = (
+            insert(jobs)
+            .values(**values)
+            .on_conflict_do_nothing(index_elements=["job_id"])
+            .returning(jobs.c.job_id)
+        )
         with self._write(f"submit job {job_id!r}") as connection:
-            connection.execute(statement)
+            made = connection.execute(statement).first() is not None
         self._wake()
+        return made
 
     # --- the storage steps of serve --------------------------------------------------------
 
