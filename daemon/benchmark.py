@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from events.codec import decode
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from store.sql import SqlEventStore
 
-__all__ = ["DAEMON_TARGETS", "run_daemon_benchmark"]
+__all__ = ["DAEMON_TARGETS", "cpu_seconds", "quantile", "run_daemon_benchmark"]
 
 DAEMON_TARGETS = {
     "p50_s": ("<=", 3.0),
@@ -47,9 +48,15 @@ def _baseline_recorded(store: SqlEventStore, task: str, after: int) -> tuple[boo
     return found, last
 
 
-def _cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far, user and system (/proc: Linux only)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def quantile(ordered: Sequence[float], q: float) -> float:
+    """The nearest-rank quantile `q` of values sorted ascending."""
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 def _rss_mb(pid: int) -> float:
@@ -119,9 +126,9 @@ def run_daemon_benchmark(
             if http:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=60) as page:
                     page.read()
-            cpu_before = _cpu_seconds(daemon.pid)
+            cpu_before = cpu_seconds(daemon.pid)
             time.sleep(idle_s)
-            idle_cpu = (_cpu_seconds(daemon.pid) - cpu_before) / idle_s * 100
+            idle_cpu = (cpu_seconds(daemon.pid) - cpu_before) / idle_s * 100
             rss = _rss_mb(daemon.pid)
         finally:
             daemon.send_signal(signal.SIGTERM)
@@ -131,7 +138,7 @@ def run_daemon_benchmark(
         "drops": drops,
         "http": http,
         "p50_s": statistics.median(ordered),
-        "p95_s": ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
+        "p95_s": quantile(ordered, 0.95),
         "max_s": ordered[-1],
         "idle_s": idle_s,
         "idle_cpu_percent": idle_cpu,

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from daemon.benchmark import cpu_seconds, quantile
 from store.benchmark import scratch_database
 from store.engine import make_engine, normalize_url
 from store.jobs.base import Job
@@ -113,13 +114,8 @@ def _worker(url: str, home: Path, index: int, devices: int) -> subprocess.Popen[
 
 
 def _cpu_seconds(processes: list[subprocess.Popen[bytes]]) -> float:
-    """The workers' CPU time so far, all together (/proc: Linux only)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for process in processes:
-        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
-    return total
+    """The workers' CPU time so far, all together."""
+    return sum(cpu_seconds(process.pid) for process in processes)
 
 
 def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
@@ -168,7 +164,7 @@ def _dispatch(queue: FleetJobQueue) -> dict[str, Any]:
     latencies.sort()
     return {
         "dispatch_p50_ms": round(statistics.median(latencies), 2),
-        "dispatch_p99_ms": round(_quantile(latencies, 0.99), 2),
+        "dispatch_p99_ms": round(quantile(latencies, 0.99), 2),
     }
 
 
@@ -228,13 +224,8 @@ def _utilization(runs: list[Job]) -> dict[str, Any]:
             4,
         ),
         "gap_p50_ms": round(statistics.median(gaps), 2) if gaps else None,
-        "gap_p99_ms": round(_quantile(gaps, 0.99), 2) if gaps else None,
+        "gap_p99_ms": round(quantile(gaps, 0.99), 2) if gaps else None,
         "devices_used": len(by_device),
         "overlapping_runs": overlaps,
         "makespan_s": round(makespan, 2),
     }
-
-
-def _quantile(values: list[float], q: float) -> float:
-    index = min(len(values) - 1, max(0, round(q * (len(values) - 1))))
-    return values[index]

@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from daemon.report.view import latency_text
 from events.envelope import StoredEvent
 from store.projections.library import LibraryState, PlatformRecord
 
@@ -31,8 +32,6 @@ __all__ = [
     "stored_event_line",
     "write_file",
 ]
-
-_KIND_MARK = {"measured": "(m)", "estimated": "(e)"}
 
 
 def write_file(out: Path, text: str) -> None:
@@ -115,9 +114,7 @@ def library_json(state: LibraryState) -> list[dict[str, Any]]:
 
 
 def _ms(value: float | None, kind: str | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.4g} ms {_KIND_MARK.get(kind or '', '(?)')}"
+    return latency_text(value, kind, missing="-")
 
 
 def _dialect(state: LibraryState, task: str) -> str | None:

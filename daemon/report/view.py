@@ -22,7 +22,8 @@ __all__ = ["DiffLine", "ReportView", "TaskView", "build_view"]
 TREE_LIMIT = 300
 PROMPT_LIMIT = 2000
 DIFF_LIMIT = 40
-KIND_MARK = {"measured": "(m)", "estimated": "(e)", None: ""}
+KIND_MARK = {"measured": "(m)", "estimated": "(e)"}
+"""How every latency printed says what it is (the CLI's tables use it too)."""
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,9 @@ class ReportView:
     fleet: list[dict[str, Any]] = field(default_factory=list)
 
 
-def latency_text(ms: float | None, kind: str | None) -> str:
-    return "" if ms is None else f"{ms:.4g} ms {KIND_MARK.get(kind, '')}".rstrip()
+def latency_text(ms: float | None, kind: str | None, *, missing: str = "") -> str:
+    """A latency with its kind's mark, (?) if the kind is unknown; `missing` for none."""
+    return missing if ms is None else f"{ms:.4g} ms {KIND_MARK.get(kind or '', '(?)')}"
 
 
 def build_view(
