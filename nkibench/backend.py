@@ -11,7 +11,7 @@ to be correct, and what hardware and toolchain produced it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -27,6 +27,7 @@ __all__ = [
     "REFERENCE_PHASE",
     "REQUIRED_PHASES",
     "Backend",
+    "Inputs",
     "Phase",
     "PhaseOwner",
     "Session",
@@ -56,9 +57,23 @@ COMPARE_PHASE = Phase("nkibench.sandbox.compare:compare_phase", "task")
 REQUIRED_PHASES = ("reference", "kernel", "compare")
 
 
+@dataclass(frozen=True)
+class Inputs:
+    """What one reference run made: the manifest of every seed's inputs and expected outputs,
+    and the two folders it wrote them to (the inputs are shown to kernel children, the
+    expected outputs only to the comparison)."""
+
+    manifest: dict[str, Any]
+    data_dir: Path
+    expected_dir: Path
+    work: dict[str, Any] | None = None
+    """The work the reference counted for the roofline, when asked (count_work)."""
+
+
 class Session(Protocol):
     """One evaluation of a kernel against a task (nkibench.harness.Session): what a backend
-    may read and which children it may start while it measures."""
+    may read and which children it may start while it measures. A child sees only the folders
+    it is given (`writes`, `reads`), each made fresh by the session (`folder`)."""
 
     task: TaskSpec
     source: str
@@ -66,28 +81,42 @@ class Session(Protocol):
     shapes: str
     target: str
     limits: Limits
-    root: Path
     result: KernelResult
     cancel: threading.Event | None
-    manifest: dict[str, Any]
+    inputs: Inputs | None
+    out_dir: Path | None
+    trusted: dict[str, Any]
+
+    @property
+    def manifest(self) -> dict[str, Any]: ...
 
     @property
     def common(self) -> dict[str, Any]: ...
 
-    def child(self, phase: str, request: dict[str, Any]) -> dict[str, Any]:
+    def folder(self, name: str) -> Path: ...
+
+    def child(
+        self,
+        phase: str,
+        request: dict[str, Any],
+        *,
+        writes: Sequence[Path] = (),
+        reads: Sequence[Path] = (),
+    ) -> dict[str, Any]:
         """Run the backend's phase `phase` in a sandboxed child and return its result."""
         ...
 
-    def kernel_request(self, manifest: dict[str, Any]) -> dict[str, Any]: ...
+    def run_reference(self, seeds: Sequence[int], *, count_work: bool = False) -> Inputs: ...
+
+    def kernel_request(self, inputs: Inputs) -> dict[str, Any]: ...
 
     def verdicts(
         self,
-        manifest: dict[str, Any],
+        inputs: Inputs,
         ran: dict[str, Any],
+        out_dir: Path,
         *,
-        seeds: tuple[int, ...] | list[int] | None = None,
-        data_dir: Path | None = None,
-        out_dir: Path | None = None,
+        seeds: Sequence[int] | None = None,
     ) -> dict[str, Any]: ...
 
 
@@ -103,6 +132,9 @@ class Backend(Protocol):
 
     fresh_inputs: bool
     """Draw fresh seeds for every evaluation (unless the caller names seeds)."""
+    sentinel_outputs: bool
+    """Outputs start filled with nkisim's sentinel, so the comparison (a child that never ran
+    the kernel) counts the elements never written."""
     isolation: Isolation
     """The OS sandbox its children run in."""
 
@@ -119,6 +151,11 @@ class Backend(Protocol):
 
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
         """Backend fields of the kernel phase's request."""
+        ...
+
+    def verify(self, session: Session, kernel: dict[str, Any], profile: bool) -> None:
+        """Trusted checks of what the kernel phase handed back, in a child that never ran the
+        kernel, once its outputs compare correct (raises PhaseFailure)."""
         ...
 
     def measure(self, session: Session, kernel: dict[str, Any]) -> None:

@@ -3,18 +3,23 @@ kernel code.
 
 Sandboxed children do the work (see nkibench.sandbox.child): the reference makes inputs and expected
 outputs per seed, the backend runs the kernel, and the comparison applies the task's output
-transform and AccelOpt's relative-L2 rule; correctness stops at the first failing seed. A
-profile then asks the backend for the latency of the (correct) kernel and puts it against the
-task's roofline.
+transform and AccelOpt's relative-L2 rule; correctness stops at the first failing seed; the
+backend's trusted phase checks what the kernel handed back (nkisim: its trace covers its
+outputs). A profile then asks the backend for the latency of the (correct) kernel and puts it
+against the task's roofline.
+
+The parent trusts no child: results arrive on a channel it holds and are checked before use
+(nkibench.sandbox.results), the folders children see are made fresh for each of them
+(nkibench.sandbox.folders), and nothing that judges a kernel (the comparison, the estimate, the
+coverage of its outputs) runs in a process where the kernel ran.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import secrets
 import shutil
 import signal
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -22,74 +27,66 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nkibench.backend import Backend, Phase, PhaseOwner
+from nkibench.backend import Backend, Inputs, Phase, PhaseOwner
 from nkibench.dialects import check_target, get_dialect
 from nkibench.errors import BackendUnavailable, ErrorKind, PhaseFailure, recordable
 from nkibench.policy.roofline import Peaks, Work, pct_of_peak, roofline
 from nkibench.result import KernelResult
+from nkibench.sandbox import results
+from nkibench.sandbox.folders import SessionFolders
 from nkibench.sandbox.isolation import Isolation, Mounts
-from nkibench.sandbox.process import ChildOutcome, Limits, run_child
+from nkibench.sandbox.process import RESULT_LIMIT, ChildOutcome, Limits, run_child
+from nkibench.sandbox.results import MalformedResult
 from nkibench.sandbox.static_check import check_source, violation_kind
 from nkibench.task.spec import KERNEL_FILE, REFERENCE_FILE, TASK_FILES, TaskSpec
 
-__all__ = ["Session", "check_kernel", "fresh_seeds", "profile_kernel", "run_phase"]
+__all__ = ["Inputs", "Session", "check_kernel", "fresh_seeds", "profile_kernel", "run_phase"]
 
 CHILD = "nkibench.sandbox.child"
 """The module every sandboxed child runs (it imports the phase's function by name)."""
 NO_MOUNTS = Mounts()
-KERNEL_WRITES = ("out_dir", "fresh_out_dir")
-KERNEL_READS = ("data_dir", "fresh_data_dir", "task_dir", "artifacts_dir")
-"""The request's folders a child running kernel code may write (its outputs) and read (its
-inputs, the task's files, what an earlier phase built such as a NEFF); nothing else of the
-session is in its sandbox, least of all the expected outputs
-(nkibench.sandbox.arrays.expected_folder), which it could copy."""
 
 
 def run_phase(
     name: str,
     phase: Phase,
     request: dict[str, Any],
-    workdir: Path,
+    folders: SessionFolders,
     limits: Limits,
     *,
     isolation: Isolation,
+    writes: Sequence[Path] = (),
+    reads: Sequence[Path] = (),
     mounts: Mounts = NO_MOUNTS,
-    read_only: Sequence[Path] = (),
     environment: dict[str, str] | None = None,
     cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Run one phase in a sandboxed child; a child that died without a result becomes a typed
-    failure that says whose code died. The task's and the backend's children may write all of
-    `workdir` (the session's folder); a child running kernel code sees only its own folder, its
-    inputs (read-only) and its outputs."""
-    own = workdir / name
-    own.mkdir(parents=True, exist_ok=True)
-    result_path = own / "result.json"
-    result_path.unlink(missing_ok=True)  # a phase run twice never reads its last result
-    writable: list[Path] = [workdir]
-    if phase.runs == "kernel":
-        writable = [Path(request[key]) for key in KERNEL_WRITES if request.get(key)]
-        if request.get("trace_path"):
-            writable.append(Path(request["trace_path"]).parent)
-        for folder in writable:
-            folder.mkdir(parents=True, exist_ok=True)
-        read_only = [*read_only, *(Path(request[k]) for k in KERNEL_READS if request.get(k))]
+    """Run one phase in a sandboxed child that sees a fresh folder of its own, writes `writes`
+    and reads `reads` (folders made by `folders`, never a path a child made), and return its
+    result. A child that died without a result, or handed back one the parent cannot use, is
+    a typed failure that says whose code it was (nkibench.harness.DEATH_KIND)."""
+    for folder in (*writes, *reads):
+        if not folders.owns(folder):
+            raise ValueError(f"{folder}: not a folder of this session (a child may have made it)")
+    own = folders.fresh(name)
     outcome = run_child(
         CHILD,
-        {**request, "entry": phase.entry, "result_path": str(result_path)},
+        {**request, "entry": phase.entry},
         workdir=own,
         limits=limits,
         isolation=isolation,
-        writable=writable,
-        read_only=read_only,
+        writable=writes,
+        read_only=reads,
         mounts=mounts,
         environment=environment,
         cancel=cancel,
     )
-    if result_path.exists():
-        result: dict[str, Any] = json.loads(result_path.read_text())
-        return result
-    raise PhaseFailure(*_death(name, phase, outcome, limits))
+    if outcome.timed_out or outcome.flooded or (outcome.returncode and not outcome.result):
+        raise PhaseFailure(*_death(name, phase, outcome, limits))
+    try:
+        return results.decode(outcome.result, RESULT_LIMIT)
+    except MalformedResult as e:
+        raise PhaseFailure(DEATH_KIND[phase.runs], f"{_who(name, phase)} handed back {e}") from None
 
 
 KERNEL_FLOOR_S = 60.0
@@ -115,12 +112,16 @@ DEATH_KIND: dict[PhaseOwner, ErrorKind] = {
 }
 
 
-def _death(name: str, phase: Phase, outcome: ChildOutcome, limits: Limits) -> tuple[ErrorKind, str]:
-    who = {
+def _who(name: str, phase: Phase) -> str:
+    return {
         "kernel": "the kernel",
         "task": f"the task's reference code ({name})",
         "backend": f"the backend's {name} phase",
     }[phase.runs]
+
+
+def _death(name: str, phase: Phase, outcome: ChildOutcome, limits: Limits) -> tuple[ErrorKind, str]:
+    who = _who(name, phase)
     kind = DEATH_KIND[phase.runs]
     # a limit the task's own code reaches is the task's failure, whatever the limit
     limit_kind: ErrorKind = "task" if phase.runs == "task" else "resource"
@@ -147,7 +148,9 @@ def _death(name: str, phase: Phase, outcome: ChildOutcome, limits: Limits) -> tu
 
 @dataclass
 class Session:
-    """One evaluation's children, sharing a temporary directory (backends run more phases)."""
+    """One evaluation's children, each in folders made fresh for it under one private root
+    (nkibench.sandbox.folders): the task's copy, read by all; the reference's inputs and
+    expected outputs; each kernel run's outputs; and a folder of its own per child."""
 
     task: TaskSpec
     source: str
@@ -155,47 +158,103 @@ class Session:
     shapes: str
     target: str
     limits: Limits
-    root: Path
+    folders: SessionFolders
     result: KernelResult
     backend: Backend
     order_check: bool
     cancel: threading.Event | None = None
-    manifest: dict[str, Any] = field(default_factory=dict)
-    """Per seed: the inputs and expected outputs the reference phase saved."""
+    inputs: Inputs | None = None
+    """The reference's run on the session's seeds."""
+    out_dir: Path | None = None
+    """The last kernel run's outputs."""
+    trusted: dict[str, Any] = field(default_factory=dict)
+    """What the backend's trusted phase found (nkisim: the trace's counts and estimate)."""
     reference_s: float | None = None
     """How long the reference phase took (every seed): the yardstick of the kernel's limit."""
+    last_phase: tuple[str, Phase] | None = None
+    """The child whose result was read last: a result that turns out malformed is its fault."""
+    task_dir: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.task_dir = copy_task(self.task, self.folders.fresh(TASK_COPY, child_writes=False))
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return self.inputs.manifest if self.inputs else {}
 
     @property
     def common(self) -> dict[str, Any]:
         return {
-            "reference": str(self.root / TASK_COPY / REFERENCE_FILE),
-            "task_dir": str(self.root / TASK_COPY),
+            "reference": str(self.task_dir / REFERENCE_FILE),
+            "task_dir": str(self.task_dir),
             "overrides": self.task.overrides(self.shapes),
             "seeds": list(self.seeds),
-            "data_dir": str(self.root / "data"),
-            "out_dir": str(self.root / "outputs"),
         }
 
-    def child(self, phase: str, request: dict[str, Any]) -> dict[str, Any]:
+    def folder(self, name: str) -> Path:
+        """A fresh folder for a child to write (and later children to read)."""
+        return self.folders.fresh(name)
+
+    def child(
+        self,
+        phase: str,
+        request: dict[str, Any],
+        *,
+        writes: Sequence[Path] = (),
+        reads: Sequence[Path] = (),
+    ) -> dict[str, Any]:
         declared = self.backend.phases[phase]
         backend_side = declared.backend_environment
         limits = kernel_limits(self.limits, self.reference_s) if phase == "kernel" else self.limits
+        self.last_phase = (phase, declared)
         return run_phase(
             phase,
             declared,
             request,
-            self.root,
+            self.folders,
             limits,
             isolation=self.backend.isolation,
+            writes=writes,
+            reads=[self.task_dir, *reads],
             mounts=self.backend.mounts() if backend_side else NO_MOUNTS,
             environment=self.backend.environment() if backend_side else None,
             cancel=self.cancel,
         )
 
-    def kernel_request(self, manifest: dict[str, Any]) -> dict[str, Any]:
+    def run_reference(self, seeds: Sequence[int], *, count_work: bool = False) -> Inputs:
+        """The reference phase on `seeds`, into fresh folders."""
+        data, expected = self.folder("inputs"), self.folder("expected")
+        request = {
+            **self.common,
+            "seeds": list(seeds),
+            "data_dir": str(data),
+            "expected_dir": str(expected),
+            "count_work": count_work,
+        }
+        started = time.monotonic()
+        reference = self.child("reference", request, writes=[data, expected])
+        self.reference_s = time.monotonic() - started
+        if not reference["ok"]:
+            raise PhaseFailure("task", reference["message"])
+        try:
+            manifest = results.check_manifest(reference, seeds)
+        except MalformedResult as e:
+            raise PhaseFailure("task", f"the task's reference code handed back {e}") from None
+        work = reference.get("work")
+        return Inputs(manifest, data, expected, work if isinstance(work, dict) else None)
+
+    def reference(self, *, count_work: bool) -> Inputs:
+        self.inputs = self.run_reference(self.seeds, count_work=count_work)
+        first = self.inputs.manifest[str(self.seeds[0])]
+        self.result.forward_seconds = first.get("forward_s")
+        return self.inputs
+
+    def kernel_request(self, inputs: Inputs) -> dict[str, Any]:
+        """The request of a child that runs the kernel on `inputs` (it reads `inputs.data_dir`)."""
         return {
             **self.common,
-            "manifest": manifest,
+            "manifest": inputs.manifest,
+            "data_dir": str(inputs.data_dir),
             "kernel_source": self.source,
             "kernel_file": str(self.task.path / KERNEL_FILE),
             "display_name": KERNEL_FILE,
@@ -207,72 +266,69 @@ class Session:
             "order_check": self.order_check,
         }
 
-    def reference(self, *, count_work: bool) -> dict[str, Any]:
-        request = {**self.common, "count_work": count_work}
-        started = time.monotonic()
-        reference = self.child("reference", request)
-        self.reference_s = time.monotonic() - started
-        if not reference["ok"]:
-            raise PhaseFailure("task", reference["message"])
-        self.result.forward_seconds = reference["seeds"][str(self.seeds[0])]["forward_s"]
-        return reference
-
-    def kernel(self, manifest: dict[str, Any], *, profile: bool) -> dict[str, Any]:
-        request = {**self.kernel_request(manifest), **self.backend.kernel_request(self, profile)}
-        kernel = self.child("kernel", request)
+    def kernel(self, inputs: Inputs, *, profile: bool) -> dict[str, Any]:
+        out = self.out_dir = self.folder("outputs")
+        request = {
+            **self.kernel_request(inputs),
+            "out_dir": str(out),
+            **self.backend.kernel_request(self, profile),
+        }
+        kernel = self.child("kernel", request, writes=[out], reads=[inputs.data_dir])
         if not kernel["ok"]:
             raise PhaseFailure(kernel["kind"], kernel["message"], kernel.get("line") or None)
-        first = kernel["seeds"][str(self.seeds[0])]
+        try:
+            seeds = results.check_kernel(kernel, self.seeds)
+        except MalformedResult as e:
+            raise PhaseFailure("runtime", f"the kernel handed back {e}") from None
         result = self.result
-        result.kernel_seconds = first["kernel_s"]
-        result.instructions = first.get("instructions")
-        result.engine_counts = first.get("engine_counts", {})
-        result.warnings = [recordable(w, 500) for w in kernel["warnings"][:50]]
-        result.capacity = kernel.get("capacity", {})
+        result.kernel_seconds = seeds[str(self.seeds[0])].get("kernel_s")
+        result.warnings = [recordable(w, 500) for w in kernel.get("warnings", [])[:50]]
         result.compiled = True
         for seed in self.seeds:
-            for i, count in enumerate(kernel["seeds"][str(seed)].get("never_written", [])):
-                if count:
-                    raise PhaseFailure(
-                        "incorrect",
-                        f"seed {seed}: output {i}: {count} element(s) were never written "
-                        "(a skipped tile: a tile count rounded down, or a mask too narrow)",
-                    )
+            _never_written(seed, seeds[str(seed)].get("never_written", []))
         return kernel
 
     def verdicts(
         self,
-        manifest: dict[str, Any],
+        inputs: Inputs,
         ran: dict[str, Any],
+        out_dir: Path,
         *,
-        seeds: tuple[int, ...] | list[int] | None = None,
-        data_dir: Path | None = None,
-        out_dir: Path | None = None,
+        seeds: Sequence[int] | None = None,
     ) -> dict[str, Any]:
-        """The comparison phase's verdict per seed on the outputs of `ran` (a kernel phase's
-        per-seed results); seeds and folders default to the session's own."""
+        """The comparison phase's verdict per seed on the outputs in `out_dir` of a kernel run
+        on `inputs` (`ran`: that run's per-seed results, from which only the output count is
+        taken; the comparison checks it against the reference's)."""
         chosen = list(seeds or self.seeds)
         request = {
             **self.common,
             "seeds": chosen,
-            **({"data_dir": str(data_dir)} if data_dir else {}),
-            **({"out_dir": str(out_dir)} if out_dir else {}),
-            "manifest": manifest,
+            "expected_dir": str(inputs.expected_dir),
+            "out_dir": str(out_dir),
+            "manifest": inputs.manifest,
             "output_counts": {str(s): ran[str(s)]["outputs"] for s in chosen},
             "rel_tol": self.task.rel_tol,
             "transform": get_dialect(self.task.dialect).output_transform,
+            "count_unwritten": self.backend.sentinel_outputs,
         }
-        comparison = self.child("compare", request)
+        comparison = self.child("compare", request, reads=[inputs.expected_dir, out_dir])
         if not comparison["ok"]:
             raise PhaseFailure("task", comparison["message"])
-        verdicts: dict[str, Any] = comparison["seeds"]
-        return verdicts
+        try:
+            return results.check_compare(comparison, chosen)
+        except MalformedResult as e:
+            raise PhaseFailure("task", f"the comparison handed back {e}") from None
 
-    def compare(self, manifest: dict[str, Any], kernel: dict[str, Any]) -> None:
-        verdicts = self.verdicts(manifest, kernel["seeds"])
+    def compare(self, kernel: dict[str, Any]) -> None:
+        assert self.inputs is not None
+        assert self.out_dir is not None
+        verdicts = self.verdicts(self.inputs, kernel["seeds"], self.out_dir)
         worst = 0.0
         for seed in self.seeds:
-            verdict = verdicts[str(seed)]
+            verdict = verdicts.get(str(seed))
+            if verdict is None:
+                raise PhaseFailure("task", f"the comparison gave no verdict for seed {seed}")
+            _never_written(seed, verdict.get("never_written", []))
             if verdict["max_rel_l2"] is not None:
                 worst = max(worst, verdict["max_rel_l2"])
             if not verdict["correct"]:
@@ -282,18 +338,28 @@ class Session:
         self.result.correct = True
 
 
+def _never_written(seed: int, counts: list[int]) -> None:
+    for i, count in enumerate(counts):
+        if count:
+            raise PhaseFailure(
+                "incorrect",
+                f"seed {seed}: output {i}: {count} element(s) were never written "
+                "(a skipped tile: a tile count rounded down, or a mask too narrow)",
+            )
+
+
 TASK_COPY = "task"
 """The session's copy of the task's files: the children read the task there, never in its own
 folder (which the sandbox does not show them, and which may change while they run)."""
 
 
-def copy_task(task: TaskSpec, folder: Path) -> None:
-    folder.mkdir()
+def copy_task(task: TaskSpec, folder: Path) -> Path:
     for name in TASK_FILES:
         if (task.path / name).is_file():
             shutil.copyfile(task.path / name, folder / name)
     if (folder / REFERENCE_FILE).read_text(encoding="utf-8") != task.reference_source:
         raise PhaseFailure("task", f"{task.path / REFERENCE_FILE}: changed while it was checked")
+    return folder
 
 
 def fresh_seeds(count: int) -> tuple[int, ...]:
@@ -350,6 +416,47 @@ def _apply_roofline(result: KernelResult, work: Work | str, peaks: Peaks | None)
         )
 
 
+READING_ERRORS = (KeyError, TypeError, ValueError, IndexError)
+"""What reading a field of a child's result that is missing or of another type raises."""
+
+
+def _judge(session: Session, profile: bool) -> None:
+    """The flow every backend shares: reference, kernel, comparison, the backend's trusted
+    check of what the kernel handed back, and, when profiling, the latency (refused unless
+    positive and finite) against the roofline. A result that a backend reads and finds
+    malformed is the failure of the child that wrote it."""
+    task, backend, result = session.task, session.backend, session.result
+    try:
+        inputs = session.reference(count_work=profile and not task.roofline)
+        kernel = session.kernel(inputs, profile=profile)
+        session.compare(kernel)
+        backend.verify(session, kernel, profile)
+        if profile:
+            backend.measure(session, kernel)
+            _refuse_latency(result)
+            work = _task_work(task, session.shapes, inputs.work)
+            _apply_roofline(result, work, backend.peaks(session.target))
+    except READING_ERRORS as e:
+        if session.last_phase is None:
+            raise
+        name, phase = session.last_phase
+        raise PhaseFailure(
+            DEATH_KIND[phase.runs],
+            f"{_who(name, phase)} handed back a malformed result ({type(e).__name__}: {e})",
+        ) from None
+
+
+def _refuse_latency(result: KernelResult) -> None:
+    latency = result.latency_ms
+    if latency is None or not math.isfinite(latency) or latency <= 0:
+        result.latency_ms = None
+        raise PhaseFailure(
+            "measurement",
+            f"the {result.latency_kind} latency {latency!r} ms is not a positive, finite "
+            "number: no profile is recorded from it",
+        )
+
+
 def _evaluate(
     task: TaskSpec,
     backend: Backend,
@@ -386,8 +493,7 @@ def _evaluate(
         if violations:
             message = "; ".join(v.render(KERNEL_FILE) for v in violations[:5])
             raise PhaseFailure(violation_kind(violations), message, violations[0].line)
-        with tempfile.TemporaryDirectory(prefix="nkibench-", dir=workdir) as tmp:
-            copy_task(task, Path(tmp) / TASK_COPY)
+        with SessionFolders(workdir, backend.isolation.child_uid) as folders:
             session = Session(
                 task,
                 source,
@@ -395,20 +501,13 @@ def _evaluate(
                 shapes,
                 target,
                 limits,
-                Path(tmp),
+                folders,
                 result,
                 backend,
                 order_check,
                 cancel,
             )
-            reference = session.reference(count_work=profile and not task.roofline)
-            manifest = session.manifest = reference["seeds"]
-            kernel = session.kernel(manifest, profile=profile)
-            session.compare(manifest, kernel)
-            if profile:
-                backend.measure(session, kernel)
-                work = _task_work(task, shapes, reference.get("work"))
-                _apply_roofline(result, work, backend.peaks(target))
+            _judge(session, profile)
     except PhaseFailure as failure:
         result.error_kind = failure.kind
         result.message = recordable(failure.message)

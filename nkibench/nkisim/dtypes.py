@@ -9,7 +9,7 @@ import numpy as np
 
 from nkibench.dtypes import bfloat16, is_float
 
-__all__ = ["dtype_name", "promote", "sentinel_bits"]
+__all__ = ["dtype_name", "never_written", "promote", "sentinel_bits"]
 
 # Bit patterns of never-written memory: a quiet NaN whose payload spells "uninitialised".
 # Copies keep the bits; arithmetic on x86 propagates the payload of a NaN operand, so masked-out
@@ -35,6 +35,15 @@ def dtype_name(dtype: np.dtype[Any]) -> str:
 def sentinel_bits(dtype: np.dtype[Any]) -> tuple[np.dtype[Any], int] | None:
     """(unsigned view dtype, bit pattern) of the uninitialised sentinel, for float dtypes."""
     return _SENTINELS.get(dtype.str)
+
+
+def never_written(data: np.ndarray[Any, Any]) -> int:
+    """Elements of an output still holding the sentinel nkisim fills new memory with."""
+    sentinel = sentinel_bits(data.dtype)
+    if sentinel is None:
+        return 0
+    view_dtype, bits = sentinel
+    return int(np.count_nonzero(data.view(view_dtype) == bits))
 
 
 def _rank(dtype: np.dtype[Any]) -> tuple[int, int]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from nkibench.nkisim.dtypes import sentinel_bits
+from nkibench.nkisim.dtypes import never_written
 from nkibench.nkisim.errors import ConstraintViolation
 from nkibench.nkisim.frontend import JitKernel
 from nkibench.nkisim.machine import Capacity, Config, Machine, running
@@ -22,6 +22,8 @@ __all__ = ["KernelRun", "execute"]
 @dataclass
 class KernelRun:
     outputs: list[np.ndarray[Any, Any]]
+    tensors: list[NkiTensor]
+    """The output tensors themselves (their allocations and boxes, for the trace file)."""
     never_written: list[int]
     trace: Trace
     lifetimes: list[Lifetime]
@@ -30,14 +32,6 @@ class KernelRun:
     affine_lines: set[int]
     seconds: float
     warnings: list[str] = field(default_factory=list)
-
-
-def _never_written(data: np.ndarray[Any, Any]) -> int:
-    sentinel = sentinel_bits(data.dtype)
-    if sentinel is None:
-        return 0
-    view_dtype, bits = sentinel
-    return int(np.count_nonzero(data.view(view_dtype) == bits))
 
 
 def _outputs(result: Any) -> list[NkiTensor]:
@@ -119,7 +113,8 @@ def execute(kernel: Any, args: list[Any], config: Config) -> KernelRun:
     warnings += notes
     return KernelRun(
         outputs=arrays,
-        never_written=[_never_written(a) for a in arrays],
+        tensors=outputs,
+        never_written=[never_written(a) for a in arrays],
         trace=machine.trace,
         lifetimes=lifetimes,
         capacity=capacity,

@@ -1,6 +1,8 @@
 """The sandboxed child: `python -m nkibench.sandbox.child` reads one request on stdin, applies
-its resource limits to itself, runs one phase of a check, and writes the phase's result to a
-file.
+its resource limits to itself, runs one phase of a check, and writes the phase's result (JSON)
+to the descriptor the parent named (nkibench.sandbox.process.RESULT_FD_VARIABLE). The parent
+treats what arrives there as data: in a child that ran task or kernel code, anything may have
+written it.
 
 The request names the phase's function as "module:function" (the backend's phase table,
 nkibench.backend.Phase); the module is imported here, after the limits apply, so that nothing
@@ -12,13 +14,13 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from nkibench.sandbox.lifeline import hold
-from nkibench.sandbox.process import apply_limits
+from nkibench.sandbox.process import RESULT_FD_VARIABLE, apply_limits
 
 __all__ = ["main"]
 
@@ -33,9 +35,9 @@ def _phase(entry: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
 
 def main() -> None:
     hold()  # first: a child whose parent is gone ends here, before anything loads
+    channel = os.fdopen(int(os.environ.pop(RESULT_FD_VARIABLE)), "wb")
     request = json.loads(sys.stdin.buffer.read())
     apply_limits(request["limits"])  # before anything of the task or the kernel runs
-    result_path = Path(request["result_path"])
     from nkibench.sandbox.reference import TaskCodeFailed  # noqa: PLC0415 (numpy: after limits)
 
     try:
@@ -48,7 +50,8 @@ def main() -> None:
             "kind": "resource",
             "message": "out of memory (the memory limit was reached)",
         }
-    result_path.write_text(json.dumps(result))
+    with channel:
+        channel.write(json.dumps(result).encode())
 
 
 if __name__ == "__main__":

@@ -115,16 +115,12 @@ class Isolation:
     def unsafe(cls, reason: str) -> Isolation:
         return cls("unsafe", reason=reason)
 
-    def prepare(self, writable: Iterable[Path]) -> None:
-        """Make the work directories the child's own (a root daemon's child is nobody). The
-        group stays root's, so that bubblewrap, root without capabilities until the child
-        drops to nobody, can still enter them."""
-        if self.kind != "bubblewrap" or self.run_as is None:
-            return
-        uid, _ = self.run_as
-        for path in writable:
-            os.chown(path, uid, 0)
-            path.chmod(0o770)
+    @property
+    def child_uid(self) -> int | None:
+        """The user the children run as where it is not the daemon's own (a root daemon's
+        children are nobody): the folders they write are handed to it
+        (nkibench.sandbox.folders)."""
+        return self.run_as[0] if self.kind == "bubblewrap" and self.run_as else None
 
     def command(
         self,

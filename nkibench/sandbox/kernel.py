@@ -83,7 +83,7 @@ def run_error(
 
 def save_outputs(request: dict[str, Any], seed: int, outputs: list[Any]) -> None:
     folder = Path(request["out_dir"]) / f"seed_{seed}"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir()
     for i, array in enumerate(outputs):
         save_array(folder / f"output_{i}.npy", np.asarray(array))
 

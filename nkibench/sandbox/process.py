@@ -20,17 +20,20 @@ import resource
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.lifeline import LIFELINE_VARIABLE
 
 __all__ = [
+    "RESULT_FD_VARIABLE",
+    "RESULT_LIMIT",
     "Cancelled",
     "ChildOutcome",
     "Limits",
@@ -40,6 +43,12 @@ __all__ = [
 ]
 
 STREAM_TAIL = 4000
+RESULT_LIMIT = 64 * 1024 * 1024
+"""Bytes of a phase's result (JSON) the parent reads; a larger one is a failure of the phase.
+Results hold per-seed numbers and short messages: kilobytes, a few megabytes with many seeds."""
+RESULT_FD_VARIABLE = "ACCELOPT_RESULT_FD"
+"""Names the descriptor the child writes its result to: a file without a name, made and held by
+the parent (never a path in the child's folder, which the child could replace with a link)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,11 @@ class ChildOutcome:
     stderr_tail: str
     flooded: bool = False
     """Killed for writing more than its output limit to stdout or stderr."""
+    output_bytes: int = 0
+    """The larger of what the child wrote to stdout and to stderr."""
+    result: bytes | None = b""
+    """What the child wrote on its result channel (empty: nothing; None: more than
+    RESULT_LIMIT bytes)."""
 
     @property
     def signal(self) -> int | None:
@@ -160,15 +174,21 @@ def _wait(
                 return False, True, False
 
 
-def _tail(path: Path) -> str:
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - STREAM_TAIL))
-            return handle.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+def _tail(stream: IO[bytes]) -> str:
+    """The last STREAM_TAIL bytes of a stream's file, read through the parent's own descriptor
+    (the file has no name a child could replace with a link)."""
+    size = os.fstat(stream.fileno()).st_size
+    start = max(0, size - STREAM_TAIL)
+    return os.pread(stream.fileno(), size - start, start).decode("utf-8", "replace")
+
+
+def _result(channel: IO[bytes]) -> bytes | None:
+    """What the child wrote on its result channel: None when larger than RESULT_LIMIT (the
+    caller says so), else the bytes, empty when it wrote nothing."""
+    size = os.fstat(channel.fileno()).st_size
+    if size > RESULT_LIMIT:
+        return None
+    return os.pread(channel.fileno(), size, 0)
 
 
 def run_child(
@@ -190,13 +210,13 @@ def run_child(
     the Python it runs on, and nothing else. On timeout the child's whole process group gets
     SIGKILL. When `cancel` is set (the daemon drains), the group gets SIGTERM, then SIGKILL
     after a grace period, and Cancelled is raised: the work was not done and nothing about it
-    may be recorded. Stdout and stderr go to files in `workdir` (bounded by the file-size
-    limit), and their tails come back.
+    may be recorded. Stdout, stderr and the result go to nameless files the parent holds
+    (stdout and stderr bounded by the output limit, the result read up to RESULT_LIMIT); the
+    streams' tails and the result come back. `workdir` and `writable` must be folders the
+    caller made fresh for this child (nkibench.sandbox.folders): nothing here creates, chowns
+    or opens a path in them.
     """
-    workdir.mkdir(parents=True, exist_ok=True)
     writable = [workdir, *writable]
-    isolation.prepare(writable)
-    stdout_path, stderr_path = workdir / "stdout.txt", workdir / "stderr.txt"
     payload = json.dumps({**request, "limits": asdict(limits)}).encode()
     # -s: no user site-packages; -P: the working directory is not on the import path.
     # The environment is ours (child_environment), so PYTHONPATH is trusted.
@@ -210,7 +230,13 @@ def run_child(
     lifeline, held = os.pipe()  # the child reads; only this process ever holds `held`
     started = time.monotonic()
     try:
-        with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
+        # Nameless files (unlinked at once) in the parent's own temporary folder: the child
+        # gets descriptors, and nothing it does to its folder changes what the parent reads.
+        with (
+            tempfile.TemporaryFile() as stdout,
+            tempfile.TemporaryFile() as stderr,
+            tempfile.TemporaryFile() as channel,
+        ):
             process = subprocess.Popen(
                 argv,
                 stdin=subprocess.PIPE,
@@ -220,9 +246,10 @@ def run_child(
                 env={
                     **child_environment(workdir, limits.threads, environment),
                     LIFELINE_VARIABLE: str(lifeline),
+                    RESULT_FD_VARIABLE: str(channel.fileno()),
                 },
                 close_fds=True,
-                pass_fds=(lifeline,),
+                pass_fds=(lifeline, channel.fileno()),
                 process_group=0,
             )
             os.close(lifeline)
@@ -247,17 +274,19 @@ def run_child(
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+            if cancelled:
+                raise Cancelled(f"{module} was stopped: the process is shutting down")
+            return ChildOutcome(
+                returncode=process.returncode,
+                timed_out=timed_out,
+                duration_s=time.monotonic() - started,
+                stdout_tail=_tail(stdout),
+                stderr_tail=_tail(stderr),
+                flooded=flooded,
+                output_bytes=max(os.fstat(f.fileno()).st_size for f in (stdout, stderr)),
+                result=_result(channel),
+            )
     finally:
         for fd in (lifeline, held):
             if fd >= 0:
                 os.close(fd)
-    if cancelled:
-        raise Cancelled(f"{module} was stopped: the process is shutting down")
-    return ChildOutcome(
-        returncode=process.returncode,
-        timed_out=timed_out,
-        duration_s=time.monotonic() - started,
-        stdout_tail=_tail(stdout_path),
-        stderr_tail=_tail(stderr_path),
-        flooded=flooded,
-    )

@@ -19,7 +19,7 @@ import numpy as np
 from nkibench.dtypes import as_dtype
 from nkibench.errors import TaskError
 from nkibench.policy.flop_count import compulsory_bytes, count_forward
-from nkibench.sandbox.arrays import expected_folder, listed, value_spec
+from nkibench.sandbox.arrays import listed, value_spec
 from nkibench.task.safe_eval import module_bindings
 
 __all__ = ["TaskCodeFailed", "load_reference", "reference_module", "reference_phase"]
@@ -114,14 +114,14 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
     transform_to_nki_inputs; both saved, with the work counted once when asked."""
     path = request["reference"]
     module = reference_module(request)
-    data = Path(request["data_dir"])
+    data, expected_dir = Path(request["data_dir"]), Path(request["expected_dir"])
     seeds: dict[str, Any] = {}
     work: dict[str, Any] | None = None
     for seed in request["seeds"]:
         folder = data / f"seed_{seed}"
-        folder.mkdir(parents=True, exist_ok=True)
-        hidden = expected_folder(data, seed)
-        hidden.mkdir(parents=True, exist_ok=True)
+        folder.mkdir()
+        hidden = expected_dir / f"seed_{seed}"
+        hidden.mkdir()
         try:
             np.random.seed(seed)
             inputs = module.get_inputs()

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from nkibench.sandbox.folders import SessionFolders
 from nkibench.sandbox.isolation import UNPRIVILEGED, Isolation
 from nkibench.sandbox.process import Limits, run_child
 from tests.support import REPOSITORY
@@ -37,18 +38,17 @@ def probe(
     isolation: Isolation | None = None,
     marker: str | None = None,
 ) -> tuple[dict[str, Any] | None, Any]:
-    result_path = tmp_path / "out" / "result.json"
-    result_path.parent.mkdir(exist_ok=True)
-    outcome = run_child(
-        "tests.support.sandbox_probe",
-        {**request, "result_path": str(result_path)},
-        workdir=tmp_path / "work",
-        writable=[result_path.parent],
-        limits=limits,
-        isolation=isolation or Isolation.detect(),
-        environment={"ACCELOPT_PROBE_MARK": marker} if marker else None,
-    )
-    result = json.loads(result_path.read_text()) if result_path.exists() else None
+    isolation = isolation or Isolation.detect()
+    with SessionFolders(tmp_path, isolation.child_uid) as folders:
+        outcome = run_child(
+            "tests.support.sandbox_probe",
+            request,
+            workdir=folders.fresh("work"),
+            limits=limits,
+            isolation=isolation,
+            environment={"ACCELOPT_PROBE_MARK": marker} if marker else None,
+        )
+    result = json.loads(outcome.result) if outcome.result else None
     return result, outcome
 
 
@@ -65,8 +65,10 @@ def test_the_child_sees_none_of_the_parents_secrets(
         assert name not in environment
         assert value not in json.dumps(environment)
     assert not any(key.startswith("ACCELOPT") for key in environment)
-    assert environment["HOME"] == str(tmp_path / "work")
-    assert result["cwd"] == str(tmp_path / "work")
+    # a fresh folder of its own, under a root only the parent sees
+    assert environment["HOME"] == result["cwd"]
+    assert Path(result["cwd"]).name == "work"
+    assert Path(result["cwd"]).parent.parent == tmp_path
 
 
 def test_resource_limits_are_applied(tmp_path: Path) -> None:
@@ -112,7 +114,7 @@ def test_a_child_flooding_stdout_is_killed_at_its_output_limit(tmp_path: Path) -
     assert result is None
     assert (outcome.flooded, outcome.timed_out) == (True, False)
     assert time.monotonic() - started < 10
-    written = (tmp_path / "work" / "stdout.txt").stat().st_size
+    written = outcome.output_bytes
     assert 2 * 1024**2 < written < 256 * 1024**2  # the file-size limit: 4096 MiB
     assert outcome.stdout_tail.endswith("x" * 100)
 
@@ -236,34 +238,35 @@ def _start_up_window(folder: Path, isolation: str) -> float:
 def test_a_kernel_child_reads_its_inputs_writes_its_outputs_and_never_sees_the_expected(
     tmp_path: Path,
 ) -> None:
-    """The expected outputs sit beside the inputs, in a folder a kernel's child is not given:
+    """The expected outputs sit in a folder of the session that a kernel's child is not given:
     a kernel that copied them would pass every check."""
     from nkibench.backend import Phase
     from nkibench.harness import run_phase
-    from nkibench.sandbox.arrays import expected_folder
 
-    data = tmp_path / "data"
-    (data / "seed_0").mkdir(parents=True)
-    (data / "seed_0" / "input_0.npy").write_bytes(b"input")
-    hidden = expected_folder(data, 0)
-    hidden.mkdir(parents=True)
-    (hidden / "expected_0.npy").write_bytes(b"the answer")
-    request = {
-        "data_dir": str(data),
-        "out_dir": str(tmp_path / "outputs"),
-        "expected_file": str(hidden / "expected_0.npy"),
-    }
-    seen = run_phase(
-        "kernel",
-        Phase("tests.support.peek:peek_phase", "kernel"),
-        request,
-        tmp_path,
-        Limits(timeout_s=30),
-        isolation=Isolation.detect(),
-    )
+    isolation = Isolation.detect()
+    with SessionFolders(tmp_path, isolation.child_uid) as folders:
+        data, hidden, out = (folders.fresh(n) for n in ("inputs", "expected", "outputs"))
+        (data / "seed_0").mkdir()
+        (data / "seed_0" / "input_0.npy").write_bytes(b"input")
+        (hidden / "expected_0.npy").write_bytes(b"the answer")
+        request = {
+            "data_dir": str(data),
+            "out_dir": str(out),
+            "expected_file": str(hidden / "expected_0.npy"),
+        }
+        seen = run_phase(
+            "kernel",
+            Phase("tests.support.peek:peek_phase", "kernel"),
+            request,
+            folders,
+            Limits(timeout_s=30),
+            isolation=isolation,
+            writes=[out],
+            reads=[data],
+        )
+        assert (data / "seed_0" / "input_0.npy").read_bytes() == b"input"
     assert seen["read_input"] == "done"
     assert seen["write_input"].startswith("refused")
     assert seen["read_expected"].startswith("refused")
     assert seen["list_expected"].startswith("refused")
     assert seen["write_output"] == "done"
-    assert (data / "seed_0" / "input_0.npy").read_bytes() == b"input"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from nkibench.sandbox.lifeline import hold
-from nkibench.sandbox.process import apply_limits
+from nkibench.sandbox.process import RESULT_FD_VARIABLE, apply_limits
 
 
 def _attempt(action: Callable[[], object]) -> str:
@@ -51,9 +51,9 @@ def escape(request: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     hold()  # the lifeline, first, as in nkibench.sandbox.child
+    channel = os.fdopen(int(os.environ.pop(RESULT_FD_VARIABLE)), "wb")
     request = json.loads(sys.stdin.buffer.read())
     apply_limits(request["limits"])
-    result_path = Path(request["result_path"])
     probe = request["probe"]
     if probe == "env":
         result = {"env": dict(os.environ), "cwd": os.getcwd()}
@@ -85,7 +85,8 @@ def main() -> None:
         result = escape(request)
     else:
         raise SystemExit(f"unknown probe {probe}")
-    result_path.write_text(json.dumps(result))
+    with channel:
+        channel.write(json.dumps(result).encode())
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ starts no grandchildren (nothing but the OS sandbox could stop one that leaves t
 import sys
 from pathlib import Path
 
+from nkibench.sandbox.folders import SessionFolders
 from nkibench.sandbox.isolation import Isolation
 from nkibench.sandbox.process import Limits, run_child
 
@@ -16,15 +17,15 @@ def main() -> None:
     unsafe = sys.argv[3] == "unsafe"
     isolation = Isolation.unsafe("the test asks") if unsafe else Isolation.detect()
     print("spawning", flush=True)
-    run_child(
-        "tests.support.sandbox_probe",
-        {"probe": "hang_alone" if unsafe else "hang", "result_path": str(workdir / "result.json")},
-        workdir=workdir / "work",
-        writable=[workdir],
-        limits=Limits(timeout_s=600),
-        isolation=isolation,
-        environment={"ACCELOPT_PROBE_MARK": marker},
-    )
+    with SessionFolders(workdir, isolation.child_uid) as folders:
+        run_child(
+            "tests.support.sandbox_probe",
+            {"probe": "hang_alone" if unsafe else "hang"},
+            workdir=folders.fresh("work"),
+            limits=Limits(timeout_s=600),
+            isolation=isolation,
+            environment={"ACCELOPT_PROBE_MARK": marker},
+        )
 
 
 if __name__ == "__main__":

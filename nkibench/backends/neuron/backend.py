@@ -46,6 +46,7 @@ from nkibench.backends.neuron.detect import (
     runnable_dialects,
     target_of_instance,
 )
+from nkibench.backends.nkisim.backend import ESTIMATE_PHASE, trusted_trace
 from nkibench.backends.nkisim.backend import KERNEL_PHASE as NKISIM_KERNEL_PHASE
 from nkibench.cost.model import DEPENDENCY_BOUND
 from nkibench.errors import BackendUnavailable, PhaseFailure
@@ -90,13 +91,15 @@ class NeuronBackend:
             "measure_current": Phase(
                 "nkibench.backends.neuron.current:measure_phase", "kernel", True
             ),
-            "estimate": Phase(NKISIM_KERNEL_PHASE.entry, "kernel", True),
+            "nkisim": Phase(NKISIM_KERNEL_PHASE.entry, "kernel", True),
+            "estimate": ESTIMATE_PHASE,
         }
     )
     """`kernel` runs the route of the kernel's dialect; `measure` times a legacy kernel,
-    `measure_current` a current one; `estimate`: nkisim's kernel phase on the same kernel,
-    for the cost model's error."""
+    `measure_current` a current one; `nkisim`: nkisim's kernel phase on the same kernel, and
+    `estimate` the cost model on its trace (in a child of its own), for the model's error."""
     fresh_inputs = False
+    sentinel_outputs = False
 
     def __init__(
         self,
@@ -199,7 +202,8 @@ class NeuronBackend:
         if refusal is not None:
             # the real SDK would fail to compile it: a compile error the author can act on
             raise PhaseFailure("compile", f"a {dialect} kernel: {refusal}")
-        out = Path(session.common["out_dir"])  # the folder a kernel's child may write
+        out = session.out_dir  # the folder the kernel's child may write
+        assert out is not None
         request: dict[str, Any] = {"route": dialect, "neff_path": str(out / "kernel.neff")}
         if dialect == LEGACY:
             request |= {
@@ -212,7 +216,8 @@ class NeuronBackend:
 
     def measure(self, session: Session, kernel: dict[str, Any]) -> None:
         dialect = self.dialect or session.task.dialect
-        out = Path(session.common["out_dir"])
+        out = session.out_dir
+        assert out is not None
         request: dict[str, Any] = {
             # the kernel phase's NEFF (and trace, and inputs), read-only: the measuring child
             # writes only in its own folder
@@ -227,7 +232,7 @@ class NeuronBackend:
             request["ntff_path"] = str(out / "kernel.ntff")
         else:
             request |= {"inputs": kernel.get("inputs", {}), "nrtpy_python": self.host.nrtpy_python}
-        measured = session.child(MEASURE_PHASES[dialect], request)
+        measured = session.child(MEASURE_PHASES[dialect], request, reads=[out])
         if not measured["ok"]:
             raise PhaseFailure("measurement", measured["message"])
         self.timer = measured.get("timer")
@@ -243,18 +248,22 @@ class NeuronBackend:
 
     def _estimate(self, session: Session, measured_ms: float) -> dict[str, Any]:
         """nkisim's estimate of the same kernel on the first seed (its error is the model's)."""
+        assert session.inputs is not None
         seed = session.seeds[0]
+        out = session.folder("nkisim_outputs")
         request = {
-            **session.kernel_request(session.manifest),
+            **session.kernel_request(session.inputs),
             "seeds": [seed],
             "order_check": False,
-            "estimate": True,
-            "out_dir": str(session.root / "nkisim_outputs"),
+            "out_dir": str(out),
         }
-        ran = session.child("estimate", request)
+        ran = session.child("nkisim", request, writes=[out], reads=[session.inputs.data_dir])
         if not ran["ok"]:
             return {"error": f"{ran['kind']}: {ran['message']}"}
-        estimate = ran["estimate"]
+        try:
+            estimate = trusted_trace(session, out, ran, estimate=True)["estimate"]
+        except PhaseFailure as e:
+            return {"error": f"{e.kind}: {e.message}"}
         return {
             "latency_ms": estimate["latency_ms"],
             "latency_kind": "estimated",
@@ -262,6 +271,9 @@ class NeuronBackend:
             "bound_by": estimate["bound_by"],
             "ratio_to_measured": estimate["latency_ms"] / measured_ms,
         }
+
+    def verify(self, session: Session, kernel: dict[str, Any], profile: bool) -> None:
+        return None  # the device ran the kernel: its outputs were compared, its time is measured
 
     def peaks(self, target: str) -> Peaks | None:
         return PEAKS.get(target)

@@ -1,5 +1,6 @@
-"""The nkisim backend, parent side: nkisim interprets the kernel on the CPU, and the cost
-model estimates its latency from the instruction trace (every latency is `estimated`)."""
+"""The nkisim backend, parent side: nkisim interprets the kernel on the CPU in the kernel's
+child, which writes the instruction trace; a child that never ran the kernel checks that trace
+against the outputs and estimates it with the cost model (every latency is `estimated`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from nkibench.backend import (
     refuse_other_dialects,
 )
 from nkibench.cost import MODEL_VERSION
+from nkibench.errors import PhaseFailure
 from nkibench.policy.provenance import package_version
 from nkibench.policy.roofline import PEAKS, Peaks
 from nkibench.result import KernelResult
@@ -25,9 +27,10 @@ from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import Limits
 from nkibench.task.spec import TaskSpec
 
-__all__ = ["KERNEL_PHASE", "NkisimBackend", "apply_estimate"]
+__all__ = ["ESTIMATE_PHASE", "KERNEL_PHASE", "NkisimBackend", "apply_estimate", "trusted_trace"]
 
 KERNEL_PHASE = Phase("nkibench.backends.nkisim.phases:kernel_phase", "kernel")
+ESTIMATE_PHASE = Phase("nkibench.backends.nkisim.estimate:estimate_phase", "backend")
 
 
 def apply_estimate(result: KernelResult, estimate: dict[str, Any]) -> None:
@@ -41,20 +44,41 @@ def apply_estimate(result: KernelResult, estimate: dict[str, Any]) -> None:
     result.schedule_seconds = estimate["schedule_seconds"]
 
 
+def trusted_trace(
+    session: Session, out_dir: Path, kernel: dict[str, Any], *, estimate: bool
+) -> dict[str, Any]:
+    """The estimate phase's reading of the trace a kernel run left in `out_dir` (`kernel`: that
+    run's result): its counts, its capacity, and (`estimate`) the cost model's estimate; a
+    trace that does not cover the outputs, or is not one nkisim writes, fails the kernel."""
+    request = {
+        "out_dir": str(out_dir),
+        "target": session.target,
+        "outputs": kernel["seeds"][str(session.seeds[0])]["outputs"],
+        "estimate": estimate,
+    }
+    found = session.child("estimate", request, reads=[out_dir])
+    if not found["ok"]:
+        raise PhaseFailure(found["kind"], found["message"])
+    return found
+
+
 class NkisimBackend:
     """nkisim interprets the kernel; the cost model estimates its latency from the trace."""
 
     name = "nkisim"
     dialects = frozenset({"nki", "nki-legacy"})
     phases = MappingProxyType(
-        {"reference": REFERENCE_PHASE, "kernel": KERNEL_PHASE, "compare": COMPARE_PHASE}
+        {
+            "reference": REFERENCE_PHASE,
+            "kernel": KERNEL_PHASE,
+            "compare": COMPARE_PHASE,
+            "estimate": ESTIMATE_PHASE,
+        }
     )
     fresh_inputs = False
+    sentinel_outputs = True
 
-    def __init__(
-        self, *, trace_path: Path | None = None, isolation: Isolation | None = None
-    ) -> None:
-        self.trace_path = trace_path
+    def __init__(self, *, isolation: Isolation | None = None) -> None:
         self.isolation = isolation or Isolation.detect()
 
     def environment(self) -> dict[str, str]:
@@ -67,14 +91,23 @@ class NkisimBackend:
         return Limits(timeout_s=task.timeout_for(shapes), memory_mb=task.memory_mb, threads=threads)
 
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
-        return {
-            "estimate": profile,
-            "trace_path": str(self.trace_path) if self.trace_path else None,
-        }
+        return {}
+
+    def verify(self, session: Session, kernel: dict[str, Any], profile: bool) -> None:
+        assert session.out_dir is not None
+        found = trusted_trace(session, session.out_dir, kernel, estimate=profile)
+        result = session.result
+        result.instructions = found["instructions"]
+        result.engine_counts = found["engine_counts"]
+        result.capacity = found["capacity"]
+        session.trusted["estimate"] = found.get("estimate")
 
     def measure(self, session: Session, kernel: dict[str, Any]) -> None:
-        apply_estimate(session.result, kernel["estimate"])
-        capacity = kernel.get("capacity") or {}
+        estimate = session.trusted.get("estimate")
+        if estimate is None:
+            raise PhaseFailure("measurement", "the trace was not estimated")
+        apply_estimate(session.result, estimate)
+        capacity = session.result.capacity
         if "sbuf_peak_bytes" in capacity:  # what the estimate's caveats are judged by
             session.result.counters["sbuf_peak_bytes_per_partition"] = capacity["sbuf_peak_bytes"]
             session.result.counters["sbuf_bytes_per_partition"] = capacity["sbuf_limit_bytes"]

@@ -16,17 +16,24 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from nkibench.backend import COMPARE_PHASE, Phase, PhaseOwner, Session, refuse_other_dialects
+from nkibench.backend import (
+    COMPARE_PHASE,
+    Inputs,
+    Phase,
+    PhaseOwner,
+    Session,
+    refuse_other_dialects,
+)
 from nkibench.errors import BackendUnavailable, PhaseFailure
 from nkibench.harness import fresh_seeds, profile_kernel, run_phase
 from nkibench.policy.provenance import Sourced, package_version
 from nkibench.policy.roofline import Peaks
+from nkibench.sandbox.folders import SessionFolders
 from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import Limits
 from nkibench.task.spec import TaskSpec
@@ -113,13 +120,13 @@ def _run_phase(
     limits: Limits,
     isolation: Isolation,
 ) -> dict[str, Any]:
-    """A phase outside any check (the probe, the ceilings), in a directory of its own."""
-    with tempfile.TemporaryDirectory(prefix="nkibench-triton-") as tmp:
+    """A phase outside any check (the probe, the ceilings), in a folder of its own."""
+    with SessionFolders(None, isolation.child_uid, prefix="nkibench-triton-") as folders:
         return run_phase(
             name,
             PHASES[name],
             request,
-            Path(tmp),
+            folders,
             limits,
             isolation=isolation,
             mounts=gpu_mounts(),
@@ -196,6 +203,7 @@ class TritonBackend:
     dialects = frozenset({"triton"})
     phases = PHASES
     fresh_inputs = True
+    sentinel_outputs = False
 
     def __init__(
         self,
@@ -255,6 +263,9 @@ class TritonBackend:
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
         return {}
 
+    def verify(self, session: Session, kernel: dict[str, Any], profile: bool) -> None:
+        return None  # the kernel's child counted the poisoned elements on the device
+
     def refusal(self, dialect: str) -> str | None:
         return refuse_other_dialects(self, dialect)
 
@@ -308,16 +319,26 @@ class TritonBackend:
             self._reverify(session, stats, baseline)
 
     def _time(
-        self, session: Session, fresh_seeds: list[int] | None, fresh: dict[str, Any] | None = None
+        self,
+        session: Session,
+        fresh_seeds: list[int] | None,
+        fresh: Inputs | None = None,
+        fresh_out: Path | None = None,
     ) -> dict[str, Any]:
-        request = {
-            **session.kernel_request(session.manifest),
-            **(fresh or {}),
-            "eager": self.with_eager and not fresh,
-        }
+        assert session.inputs is not None
+        request = {**session.kernel_request(session.inputs), "eager": self.with_eager and not fresh}
+        reads, writes = [session.inputs.data_dir], []
+        if fresh is not None and fresh_out is not None:
+            request |= {
+                "fresh_manifest": fresh.manifest,
+                "fresh_data_dir": str(fresh.data_dir),
+                "fresh_out_dir": str(fresh_out),
+            }
+            reads.append(fresh.data_dir)
+            writes.append(fresh_out)
         if fresh_seeds:
             request["fresh_seeds"] = fresh_seeds
-        measured = session.child("measure", request)
+        measured = session.child("measure", request, writes=writes, reads=reads)
         if not measured["ok"]:
             raise PhaseFailure(measured["kind"], measured["message"], measured.get("line") or None)
         return measured
@@ -343,22 +364,9 @@ class TritonBackend:
         """Fresh seeds from the reference, written into the timed buffers; timed again with
         fresh data before every run."""
         seeds = list(fresh_seeds(len(session.seeds)))
-        fresh_data = session.root / "fresh_data"
-        fresh_out = session.root / "fresh_outputs"
-        reference = session.child(
-            "reference", {**session.common, "seeds": seeds, "data_dir": str(fresh_data)}
-        )
-        if not reference["ok"]:
-            raise PhaseFailure("task", reference["message"])
-        measured = self._time(
-            session,
-            seeds,
-            {
-                "fresh_manifest": reference["seeds"],
-                "fresh_data_dir": str(fresh_data),
-                "fresh_out_dir": str(fresh_out),
-            },
-        )
+        inputs = session.run_reference(seeds)
+        fresh_out = session.folder("fresh_outputs")
+        measured = self._time(session, seeds, inputs, fresh_out)
         fresh = measured["fresh"]
         for seed in seeds:
             if any(fresh["seeds"][str(seed)]["never_written"]):
@@ -367,9 +375,7 @@ class TritonBackend:
                     f"re-verification, fresh seed {seed}: output "
                     "elements were never written in the timed buffers",
                 )
-        verdicts = session.verdicts(
-            reference["seeds"], fresh["seeds"], seeds=seeds, data_dir=fresh_data, out_dir=fresh_out
-        )
+        verdicts = session.verdicts(inputs, fresh["seeds"], fresh_out, seeds=seeds)
         for seed in seeds:
             verdict = verdicts.get(str(seed))
             if verdict is None or not verdict["correct"]:

@@ -44,7 +44,7 @@ from nkibench.backends.triton.interpreter import install_interpreter_fixes, inte
 from nkibench.backends.triton.tensors import is_tensor, to_numpy, to_torch, upcast
 from nkibench.backends.triton.timing import Timer, TimingPlan
 from nkibench.backends.triton.torch_guard import guarded, warm_up
-from nkibench.sandbox.arrays import expected_folder, listed, restore, save_array, value_spec
+from nkibench.sandbox.arrays import listed, restore, save_array, value_spec
 from nkibench.sandbox.kernel import load_phase_kernel, run_error
 from nkibench.sandbox.reference import load_reference
 
@@ -114,7 +114,7 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
     for seed in request["seeds"]:
         folder = Path(request["data_dir"]) / f"seed_{seed}"
         folder.mkdir(parents=True, exist_ok=True)
-        hidden = expected_folder(Path(request["data_dir"]), seed)
+        hidden = Path(request["expected_dir"]) / f"seed_{seed}"
         hidden.mkdir(parents=True, exist_ok=True)
         try:
             torch.manual_seed(seed)

@@ -1,0 +1,79 @@
+"""The folders of one evaluation, made by the parent where no child can reach them.
+
+A child may write whatever it likes inside the folders it is given, links included. So the
+parent never follows a path inside a child's tree: every folder a child is given (its own
+working folder, the folders it writes or reads) is created here, fresh, directly under a root
+that only the parent can see (mode 0700, never bound into any sandbox), with `mkdir` relative to
+the root's descriptor (an existing name, a link included, is an error, not a folder to reuse),
+and handed to the child's user with `fchown`/`fchmod` on a descriptor opened without following
+links. Binds name only these folders (`owns`), so bubblewrap never resolves a path that a child
+made. What children leave behind is removed with the tree (shutil.rmtree, which works on
+descriptors and never follows links).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from types import TracebackType
+
+__all__ = ["SessionFolders"]
+
+FOLDER_MODE = 0o770
+"""Owner and group (root's, so that bubblewrap, root without capabilities until it drops to the
+child's user, can enter it); nobody else."""
+
+
+class SessionFolders:
+    """A private root and the fresh folders made in it, one per use."""
+
+    def __init__(self, parent: Path | None, owner: int | None, prefix: str = "nkibench-") -> None:
+        self.root = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+        self.owner = owner
+        """The uid children run as where it is not the parent's (a root daemon's: nobody)."""
+        self._fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        self._made: set[Path] = set()
+        self._counts: dict[str, int] = {}
+
+    def fresh(self, name: str, *, child_writes: bool = True) -> Path:
+        """A new, empty folder `name` (or `name.2`, `name.3`... when used before), owned by the
+        children's user when they write it."""
+        if "/" in name or name in ("", ".", ".."):
+            raise ValueError(f"not a folder name: {name!r}")
+        count = self._counts.get(name, 0) + 1
+        self._counts[name] = count
+        unique = name if count == 1 else f"{name}.{count}"
+        os.mkdir(unique, 0o700, dir_fd=self._fd)  # FileExistsError: never reuse a name
+        fd = os.open(unique, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self._fd)
+        try:
+            if child_writes and self.owner is not None:
+                os.fchown(fd, self.owner, 0)
+            os.fchmod(fd, FOLDER_MODE if child_writes else 0o755)
+        finally:
+            os.close(fd)
+        path = self.root / unique
+        self._made.add(path)
+        return path
+
+    def owns(self, path: Path) -> bool:
+        """Whether `path` is one of the folders made here (the only paths a child is given)."""
+        return Path(path) in self._made
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> SessionFolders:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()

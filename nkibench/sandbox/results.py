@@ -1,0 +1,145 @@
+"""A phase's result, as the parent reads it: data from a child that may have run anything.
+
+The child writes JSON on its result channel (nkibench.sandbox.child), but task or kernel code
+ran in that process and may have written something else, or nothing: an empty, truncated,
+oversized or malformed result, or one whose fields have the wrong types, is a MalformedResult,
+which the harness turns into a typed failure of the phase that wrote it. The checks here are
+the shape of what the parent reads; what it believes is decided elsewhere (a kernel's own
+result judges nothing: the comparison and the estimate come from other children).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from nkibench.errors import ERROR_KINDS
+
+__all__ = [
+    "MalformedResult",
+    "check_compare",
+    "check_kernel",
+    "check_manifest",
+    "decode",
+]
+
+MAX_OUTPUTS = 1024
+ARRAY_FILE = re.compile(r"(input|expected)_\d{1,4}\.npy")
+
+
+class MalformedResult(Exception):
+    """A result the parent cannot use; the message says what is wrong with it."""
+
+
+def decode(raw: bytes | None, limit: int) -> dict[str, Any]:
+    """The result object, with `ok` a boolean and, on failure, a known kind and a message."""
+    if raw is None:
+        raise MalformedResult(f"a result larger than {limit // (1024 * 1024)} MiB")
+    if not raw.strip():
+        raise MalformedResult("an empty result")
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
+        problem = f"{type(e).__name__}: {e}"[:200]
+        raise MalformedResult(f"a result that is not JSON ({problem})") from None
+    if not isinstance(value, dict) or not isinstance(value.get("ok"), bool):
+        raise MalformedResult("a result without a boolean `ok`")
+    if not value["ok"]:
+        _need(value.get("kind", "task") in ERROR_KINDS, "a failure of an unknown kind")
+        _need(isinstance(value.get("message"), str), "a failure without a message")
+        line = value.get("line")
+        _need(line is None or _integer(line), "a failure whose line is not a number")
+    return value
+
+
+def _need(condition: bool, problem: str) -> None:
+    if not condition:
+        raise MalformedResult(problem)
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _seeds(result: dict[str, Any], seeds: Iterable[int]) -> dict[str, Any]:
+    entries = result.get("seeds")
+    if not isinstance(entries, dict):
+        raise MalformedResult("a result without per-seed entries")
+    for seed in seeds:
+        _need(isinstance(entries.get(str(seed)), dict), f"no entry for seed {seed}")
+    return dict(entries)
+
+
+def _value_spec(spec: Any, where: str) -> None:
+    _need(isinstance(spec, dict), f"{where}: not a value")
+    if spec.get("kind") == "scalar":
+        value = spec.get("value")
+        _need(isinstance(value, bool) or _number(value), f"{where}: not a number")
+        return
+    _need(spec.get("kind") == "array", f"{where}: neither an array nor a number")
+    _need(
+        isinstance(spec.get("file"), str) and ARRAY_FILE.fullmatch(spec["file"]) is not None,
+        f"{where}: not an array file name of the phase's own",
+    )
+    shape = spec.get("shape")
+    _need(
+        isinstance(shape, list) and len(shape) <= 16 and all(_integer(d) for d in shape),
+        f"{where}: not a shape",
+    )
+    _need(isinstance(spec.get("dtype"), str) and len(spec["dtype"]) <= 32, f"{where}: no dtype")
+
+
+def check_manifest(result: dict[str, Any], seeds: Iterable[int]) -> dict[str, Any]:
+    """A reference phase's per-seed inputs and expected outputs, each a value the other phases
+    can read back (nkibench.sandbox.arrays.value_spec), and its forward time."""
+    entries = _seeds(result, seeds)
+    for seed, entry in entries.items():
+        for key in ("inputs", "expected"):
+            values = entry.get(key)
+            _need(isinstance(values, list) and len(values) <= MAX_OUTPUTS, f"seed {seed}: {key}")
+            for i, spec in enumerate(values):
+                _value_spec(spec, f"seed {seed}: {key} {i}")
+        _need(_number(entry.get("forward_s", 0.0)), f"seed {seed}: forward_s")
+    return entries
+
+
+def check_kernel(result: dict[str, Any], seeds: Iterable[int]) -> dict[str, Any]:
+    """A kernel phase's per-seed counts (none of which is believed as a verdict)."""
+    entries = _seeds(result, seeds)
+    for seed, entry in entries.items():
+        outputs = entry.get("outputs")
+        _need(_integer(outputs) and outputs <= MAX_OUTPUTS, f"seed {seed}: output count")
+        _need(_number(entry.get("kernel_s", 0.0)), f"seed {seed}: kernel_s")
+        never = entry.get("never_written", [])
+        _need(isinstance(never, list) and all(_integer(n) for n in never), f"seed {seed}: counts")
+    warnings = result.get("warnings", [])
+    _need(isinstance(warnings, list) and all(isinstance(w, str) for w in warnings), "warnings")
+    capacity = result.get("capacity", {})
+    _need(isinstance(capacity, dict) and all(_number(v) for v in capacity.values()), "capacity")
+    return entries
+
+
+def check_compare(result: dict[str, Any], seeds: Iterable[int]) -> dict[str, Any]:
+    """The comparison's verdict per seed (it stops at the first failing seed)."""
+    entries = result.get("seeds")
+    if not isinstance(entries, dict):
+        raise MalformedResult("a comparison without verdicts")
+    for seed in seeds:
+        verdict = entries.get(str(seed))
+        if verdict is None:
+            continue  # after a failing seed
+        _need(isinstance(verdict, dict), f"seed {seed}: not a verdict")
+        _need(isinstance(verdict.get("correct"), bool), f"seed {seed}: no verdict")
+        error = verdict.get("max_rel_l2")
+        _need(error is None or isinstance(error, int | float), f"seed {seed}: max_rel_l2")
+        _need(isinstance(verdict.get("message"), str), f"seed {seed}: message")
+        never = verdict.get("never_written", [])
+        _need(isinstance(never, list) and all(_integer(n) for n in never), f"seed {seed}: counts")
+    return dict(entries)
