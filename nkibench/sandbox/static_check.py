@@ -37,6 +37,74 @@ builtins as `bltns`), so the kernel's child runs check_resolved too, before any 
 every attribute chain on an imported module is followed on the real modules, and a chain that
 reaches a module outside the dialect's packages, or numpy's file functions from anywhere, or
 nkisim's own internals, is refused ("rejected") there.
+
+Python reads attributes by name without an `ast.Attribute` in more places than `.name`; each
+is held to the same rules, or refused where the name cannot be seen (the parsing is in
+nkibench.sandbox.named_reads):
+
+- class patterns: `case object(__self__=b)` is `b = subject.__self__` (and `print.__self__` is
+  the builtins module), so every keyword of a class pattern passes the checks of `.name`, and
+  numpy's file functions' and the refused builtins' names too (`object(exec=run)`: the subject
+  is never a path the check can follow; check_resolved follows a pattern on an imported
+  module's chain). Positional sub-patterns (`case C(a, b)`)
+  read the attributes `C.__match_args__` lists, which the source does not show (a kernel's
+  class may list `"__self__"`, a library's dataclass its internals, and a metaclass's
+  `__instancecheck__` lets any subject in): they are refused except on the builtin types that
+  match themselves (`case int(n)`, no attribute read), where the kernel does not rebind the
+  type's name. Kernels name the attributes instead: `case Tile(rows=r)`.
+- mapping patterns, subscripts and format fields read entries by key: a key that names a
+  namespace's entry (a dunder, or a name the kernel may not use: `{"__builtins__": b}`,
+  `g["exec"]`) is refused. A kernel reaches no namespace mapping (globals, `__dict__`,
+  `f_globals` are refused names), so this is a second line, with a message that says why.
+- format templates: `"{0.__class__.__mro__}".format(x)` reads attributes by the names in the
+  template. A literal template's fields are parsed with str.format's own parser: attribute
+  fields are refused (an f-string says the same, and its expressions are checked nodes), entry
+  fields go through the key rule. `.format` / `.format_map` / `str.format` on a template that
+  is not a literal is refused: it cannot be read. `format(value, spec)` takes a spec, not a
+  template (no field lookup), and `"%(key)s" % mapping` reads entries by key, never
+  attributes, and gives back text: both stay allowed.
+- `hasattr(x, "name")` reads the attribute (it runs a property's getter, and answers whether
+  a door exists): its name must be a literal and passes the checks of `.name`.
+- `functools.update_wrapper` (and `wraps` with `assigned=` / `updated=`) reads attributes of
+  one object and writes them on another, by names in strings: with a property named
+  `__globals__` on a kernel's class, `update_wrapper(sink, typing.cast, ("__globals__",))`
+  hands the kernel typing's globals, and their `__builtins__`. `update_wrapper` is refused;
+  `functools.wraps` only as `@functools.wraps(fn)` on a def (then it reads `fn`'s name and
+  doc and writes them on the kernel's own function). `operator.attrgetter` / `methodcaller`
+  and `inspect.getattr_static` are refused by name (their modules cannot be imported or
+  reached either).
+- hooks that make a kernel's object answer a library's own calls on it, or hand it the other
+  operands (the harness's own arrays): `__torch_function__`, `__torch_dispatch__`,
+  `__array__`, `__array_ufunc__`, `__array_function__` and the rest of OBJECT_HOOKS are
+  refused under any binding (def, class attribute, pattern capture, import alias), as a
+  namespace's key (`{"__torch_function__": f}`, `dict(__torch_function__=f)`), and the
+  three-argument `type(name, bases, namespace)` is refused: the class statement is the form
+  the check reads.
+
+Looked at and left allowed, with why:
+
+- `type(x)` is `x.__class__`; what a class offers without underscores (`.mro()`, its methods)
+  leads nowhere new, and building a function or code object needs `__code__`, `gi_code` or
+  `compile`, all refused. (`type(x)(name, bases, ns)`, or `type` under another name, calls a
+  metaclass the check cannot name: a class built that way escapes the hook rule, not the
+  attribute rules.)
+- `dir(x)` and `str.join` over it: names only, as text; turning a name into a value needs
+  getattr, vars, a format field or update_wrapper, all refused.
+- `__getattr__` / `__getattribute__` / descriptors (`__get__`, `__set_name__`),
+  `__init_subclass__`, `__class_getitem__`, metaclasses, `super()`: they run the kernel's own
+  code on the kernel's own classes and objects; the reads inside are `.name` nodes the check
+  sees (`super().__getattribute__` is an underscore name).
+- dunders the harness may call on a returned object (`__eq__`, `__float__`, `__index__`,
+  `__len__`, `__bool__`): they can lie, but only inside the kernel's own process, whose results
+  the trusted side never believes (outputs are read as data); NKI 0.7's configuration classes
+  define `__eq__` and `__init__` legitimately.
+- the walrus binds a Name (checked as any Name); decorators receive the kernel's own
+  functions; `typing.final` / `no_type_check` / `dataclass_transform` / `runtime_checkable`
+  write fixed flag attributes, and a runtime-checkable Protocol's isinstance answers booleans.
+- `copy`, `pickle`, `copyreg`, `dataclasses` (`fields`, `asdict`), `operator`, `inspect`,
+  `string` (`Formatter`, `Template`) cannot be imported by any dialect (dialects.py), and as
+  another module's attribute they are refused by name (FORBIDDEN_MODULE_ATTRIBUTES) or, in the
+  kernel's child, by check_resolved; `__reduce_ex__` and `__deepcopy__` are underscore names.
 """
 
 from __future__ import annotations
@@ -49,6 +117,13 @@ from dataclasses import dataclass
 from nkibench.dialects import IMPORT_ROOTS, get_dialect
 from nkibench.errors import ErrorKind, KernelError
 from nkibench.sandbox.attributes import guarded_targets
+from nkibench.sandbox.named_reads import (
+    MATCH_SELF_TYPES,
+    binder_names,
+    bound_names,
+    pattern_chains,
+    template_reads,
+)
 
 __all__ = [
     "FORBIDDEN_ATTRIBUTES",
@@ -58,6 +133,7 @@ __all__ = [
     "FORBIDDEN_PATHS",
     "INTROSPECTION_ATTRIBUTES",
     "NKISIM_INTERNALS",
+    "OBJECT_HOOKS",
     "TENSOR_COMPUTE_METHODS",
     "TORCH_ALLOWED",
     "Violation",
@@ -325,6 +401,7 @@ INTROSPECTION_ATTRIBUTES = frozenset(
         "f_locals",
         "f_builtins",
         "f_code",
+        "ag_await",
         "tb_frame",
         "tb_next",
         "co_code",
@@ -351,7 +428,22 @@ NKISIM_INTERNALS = frozenset(
 )
 """nkisim's storage and bookkeeping behind an NKI tensor (not part of NKI): refused in NKI
 kernels, which would otherwise compute with NumPy where the simulator counts nothing."""
+# functions that read (and write) attributes by names given as strings: getattr by another name
+BY_NAME_ATTRIBUTES = frozenset({"update_wrapper", "attrgetter", "methodcaller", "getattr_static"})
 TENSOR_HOOKS = frozenset({"__torch_function__", "__torch_dispatch__"})
+ARRAY_HOOKS = frozenset(
+    _words(
+        "__array__ __array_ufunc__ __array_function__ __array_wrap__ __array_prepare__ "
+        "__array_finalize__ __array_priority__ __array_interface__ __array_struct__ "
+        "__cuda_array_interface__ __dlpack__ __dlpack_device__"
+    )
+)
+OBJECT_HOOKS = TENSOR_HOOKS | ARRAY_HOOKS
+"""Names a kernel may not define in any form: a tensor subclass that intercepts torch calls, or
+an object that numpy (or torch, or DLPack) asks for its data or hands the other operands of
+its own calls, answers the harness's checks itself, sees the harness's arrays, or defers work
+past the timer."""
+FORMAT_METHODS = frozenset({"format", "format_map"})
 
 
 @dataclass(frozen=True)
@@ -391,12 +483,51 @@ def _attribute_problem(name: str, dialect: str) -> str | None:
             f"`.{name}` (frames, tracebacks and code objects) is not allowed: a kernel may not "
             "inspect the interpreter"
         )
+    if name in BY_NAME_ATTRIBUTES:
+        return (
+            f"`.{name}` reads (or writes) attributes by names in strings, out of the check's "
+            "sight: name the attribute in the source (`x.shape`)"
+        )
     if name in FORBIDDEN_MODULE_ATTRIBUTES:
         return f"`.{name}` is the standard library's {name} module, which a kernel may not use"
     if dialect != "triton" and name in NKISIM_INTERNALS:
         return (
             f"`.{name}` is nkisim's own storage behind a tensor, not NKI: move data with "
             "nl.load / nl.store (or nisa.dma_copy) and compute with nl.* / nisa.*"
+        )
+    return None
+
+
+def _string(node: ast.expr) -> str | None:
+    """A string literal's value (None: anything else)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def _key_problem(key: str | int | None) -> str | None:
+    """What is wrong with reading or writing the entry `key` of a mapping (a subscript, a mapping
+    pattern, a format field): a dunder or a name the kernel may not use is a namespace's entry
+    (a module's globals, the builtins), never kernel data. (None, a number: nothing.)"""
+    if isinstance(key, str) and (key.startswith("__") or key in FORBIDDEN_NAMES):
+        return (
+            f"the key {key!r} is an entry of a namespace (a module's globals, the builtins), "
+            "which a kernel may not read or write"
+        )
+    return None
+
+
+def _hook_problem(name: str) -> str | None:
+    if name in TENSOR_HOOKS:
+        return (
+            f"defining `{name}` is not allowed: a tensor subclass that intercepts torch calls "
+            "answers the harness's checks itself (or defers work past the timer)"
+        )
+    if name in ARRAY_HOOKS:
+        return (
+            f"defining `{name}` is not allowed: an object that numpy (or torch) asks for its "
+            "data, or hands the other operands of its own calls, answers the harness's checks "
+            "itself and sees the harness's arrays"
         )
     return None
 
@@ -409,6 +540,8 @@ class _Checker(ast.NodeVisitor):
         modules: dict[str, str],
         jit_names: frozenset[str],
         torch_compute: bool,
+        *,
+        tree: ast.Module,
     ) -> None:
         self.violations: list[Violation] = []
         self.dialect = dialect
@@ -426,6 +559,47 @@ class _Checker(ast.NodeVisitor):
         """Attribute targets the loader guards (nkibench.sandbox.attributes), where the
         dialect lets kernels set attributes on their own objects."""
         self._objects = get_dialect(dialect).object_base is not None
+        self._bound = bound_names(tree)
+        """Every name the kernel binds (`int` among them is not the builtin)."""
+        self._imported = _import_bindings(tree)
+        self._format_templates: dict[int, str] = {}
+        """`str.format` attributes called with a literal template → the template."""
+        self._seen_calls: set[int] = set()
+        """`hasattr` names called with a literal name, `functools.wraps` paths used as a plain
+        decorator: checked at their call, allowed where they are visited."""
+
+    def visit(self, node: ast.AST) -> None:
+        for name in binder_names(node):  # a Name's own store is checked in visit_Name
+            if name in FORBIDDEN_NAMES:
+                self._flag(node, f"`{name}` is not allowed in a kernel")
+            elif problem := _hook_problem(name):
+                self._flag(node, problem)
+        super().visit(node)
+
+    def _builtin(self, node: ast.expr, name: str) -> bool:
+        """`node` is the builtin `name` (a Name the kernel never rebinds)."""
+        return isinstance(node, ast.Name) and node.id == name and name not in self._bound
+
+    def _computes(self, name: str) -> bool:
+        """`.name` is a torch compute method, where that is refused."""
+        return not self.torch_compute and not self._jit_depth and name in TENSOR_COMPUTE_METHODS
+
+    def _read_problem(self, name: str) -> str | None:
+        """What is wrong with reading `name` from an object the source does not name (a
+        pattern's subject, hasattr's first argument): the checks of `.name` on an unknown
+        object, numpy's file functions too, since no path says it is not numpy, and the builtins
+        a kernel may not use (`case object(exec=run)` on a module that holds them)."""
+        problem = _attribute_problem(name, self.dialect)
+        if problem is None and name in FORBIDDEN_NAMES:
+            problem = f"`{name}` is not allowed in a kernel"
+        if problem is None and name in FORBIDDEN_NUMPY_ATTRIBUTES:
+            problem = f"`.{name}` (files, pickles or pointers) is not allowed"
+        if problem is None and self._computes(name):
+            problem = (
+                f"`.{name}` computes with PyTorch outside a @triton.jit kernel: "
+                f"{TORCH_COMPUTE_HINT}"
+            )
+        return problem
 
     def _flag(self, node: ast.AST, problem: str) -> None:
         self.violations.append(Violation(getattr(node, "lineno", 0), problem))
@@ -471,8 +645,19 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
+        hook = _hook_problem(node.id) if isinstance(node.ctx, ast.Store) else None
         if node.id in FORBIDDEN_NAMES:
             self._flag(node, f"`{node.id}` is not allowed in a kernel")
+        elif hook:
+            self._flag(node, hook)
+        elif node.id == "hasattr" and id(node) not in self._seen_calls:
+            self._flag(
+                node,
+                "`hasattr` needs the attribute's name as a string literal "
+                '(`hasattr(x, "shape")`): a computed name is out of the check\'s sight',
+            )
+        elif self._imported.get(node.id) == ("functools", "wraps"):
+            self._wraps(node)
         elif (
             node.id in self.aliases
             and id(node) not in self._receivers
@@ -529,16 +714,112 @@ class _Checker(ast.NodeVisitor):
             self._flag(node, f"`{path}` changes torch's or triton's global state")
         elif path and not forbidden and not inner and self._torch_refused(path):
             self._flag(node, f"`{path}` is not an allocation, view or query: {TORCH_COMPUTE_HINT}")
-        elif (
-            not self.torch_compute
-            and not self._jit_depth
-            and node.attr in TENSOR_COMPUTE_METHODS
-            and self._dotted(node, self.modules) is None
-        ):
+        elif self._computes(node.attr) and self._dotted(node, self.modules) is None:
             self._flag(
                 node,
                 f"`.{node.attr}` computes with PyTorch outside a @triton.jit kernel: "
                 f"{TORCH_COMPUTE_HINT}",
+            )
+        if node.attr in FORMAT_METHODS:
+            self._format_method(node)
+        if path == "functools.wraps":
+            self._wraps(node)
+        self.generic_visit(node)
+
+    def _wraps(self, node: ast.expr) -> None:
+        if id(node) not in self._seen_calls:
+            self._flag(
+                node,
+                "`functools.wraps` is allowed only as a def's decorator with the wrapped "
+                "function alone (`@functools.wraps(fn)`): otherwise it reads attributes of one "
+                "object and writes them on another by names in strings (`assigned`, `updated`)",
+            )
+
+    def _format_method(self, node: ast.Attribute) -> None:
+        """`template.format(...)` / `.format_map(...)` / `str.format(template, ...)`."""
+        template = _string(node.value)
+        if template is None and self._builtin(node.value, "str"):
+            template = self._format_templates.get(id(node))
+        if template is None:
+            self._flag(
+                node,
+                f"`.{node.attr}` on a template the check cannot read: its fields (`{{0.name}}`) "
+                "read attributes by name; write an f-string, whose expressions the check reads",
+            )
+            return
+        try:
+            reads = template_reads(template)
+        except ValueError as e:
+            self._flag(node, f"a format template the check cannot read ({e}): {template!r}")
+            return
+        for read in reads:
+            if read.attribute:
+                self._flag(
+                    node,
+                    f"the format field `{{{read.field}}}` reads the attribute `.{read.name}` by "
+                    'name, out of the check\'s sight: write an f-string (f"{x.shape}"), whose '
+                    "expressions the check reads",
+                )
+            elif problem := _key_problem(read.name):
+                self._flag(node, f"{problem} (the format field `{{{read.field}}}`)")
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func, args = node.func, node.args
+        plain = not node.keywords and not any(isinstance(a, ast.Starred) for a in args)
+        literal = [_string(a) for a in args]
+        if isinstance(func, ast.Attribute) and func.attr in FORMAT_METHODS and args:
+            if literal[0] is not None:  # str.format(template, ...)
+                self._format_templates[id(func)] = literal[0]
+        elif isinstance(func, ast.Name) and func.id == "hasattr":
+            name = literal[1] if plain and len(args) == 2 else None
+            if name is not None:
+                self._seen_calls.add(id(func))
+                if problem := self._read_problem(name):
+                    self._flag(node, f"{problem} (read by hasattr)")
+        elif isinstance(func, ast.Name) and func.id == "type" and not (plain and len(args) == 1):
+            # by name, rebound or not (`type = type` would hide the builtin otherwise)
+            self._flag(
+                node,
+                "`type(name, bases, namespace)` builds a class from a namespace the check "
+                "cannot read: write a class statement",
+            )
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        # a hook's name as a string: a class namespace's key (a metaclass's, a dict handed to
+        # a class factory), the one spelling of a definition that is not a binding
+        if isinstance(node.value, str) and (problem := _hook_problem(node.value)):
+            self._flag(node, problem)
+
+    def visit_keyword(self, node: ast.keyword) -> None:
+        if node.arg is not None and (problem := _hook_problem(node.arg)):
+            self._flag(node, problem)  # dict(__array_function__=f)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if problem := _key_problem(_string(node.slice)):
+            self._flag(node, problem)
+        self.generic_visit(node)
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+        # `case {"exec": f}` calls subject.get("exec"): an entry read, like a subscript
+        for key in node.keys:
+            if problem := _key_problem(_string(key)):
+                self._flag(node, f"{problem} (read by a mapping pattern)")
+        self.generic_visit(node)
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> None:
+        cls = ast.unparse(node.cls)
+        for name in node.kwd_attrs:  # `case C(name=p)` reads subject.name
+            if problem := self._read_problem(name):
+                self._flag(node, f"{problem} (read by the class pattern `{cls}({name}=...)`)")
+        if node.patterns and not any(self._builtin(node.cls, t) for t in MATCH_SELF_TYPES):
+            self._flag(
+                node,
+                f"the positional sub-patterns of `case {cls}(...)` read the attributes that "
+                f"{cls}.__match_args__ lists, which the check cannot see: name them "
+                f"(`case {cls}(rows=r)`); only a builtin type that matches itself takes one "
+                "(`case int(n)`)",
             )
         self.generic_visit(node)
 
@@ -550,6 +831,8 @@ class _Checker(ast.NodeVisitor):
             )
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
+        # `"%(key)s" % mapping` reads entries by key (mapping[key]) and never attributes, and
+        # gives back text: unlike a str.format template, it reaches no other object
         self._matmul(node)
         self.generic_visit(node)
 
@@ -588,15 +871,15 @@ class _Checker(ast.NodeVisitor):
         self._function(node)
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        for name in (node.name, *(a.arg for a in node.args.args + node.args.kwonlyargs)):
-            if name in FORBIDDEN_NAMES:
-                self._flag(node, f"`{name}` is not allowed in a kernel")
-        if node.name in TENSOR_HOOKS:
-            self._flag(
-                node,
-                f"defining `{node.name}` is not allowed: a tensor subclass that intercepts torch "
-                "calls answers the harness's checks itself (or defers work past the timer)",
-            )
+        # its name and parameters: visit's binder check (FORBIDDEN_NAMES, OBJECT_HOOKS)
+        for decorator in node.decorator_list:  # `@functools.wraps(fn)`: the def is the wrapper
+            if (
+                isinstance(decorator, ast.Call)
+                and len(decorator.args) == 1
+                and not isinstance(decorator.args[0], ast.Starred)
+                and not decorator.keywords
+            ):
+                self._seen_calls.add(id(decorator.func))
         jit = self._is_jit(node)
         self._jit_depth += jit
         self.generic_visit(node)
@@ -660,6 +943,7 @@ def check_source(
         _module_aliases(tree, record.allowed_modules),
         _jit_names(tree),
         torch_compute,
+        tree=tree,
     )
     checker.visit(tree)
     return checker.violations
@@ -725,6 +1009,27 @@ class _Resolver:
             return self.refuse(node, f"`{written}` is {full}, which a kernel may not use")
         return value
 
+    def follow(
+        self, node: ast.AST, roots: dict[str, tuple[object, str]], expression: ast.expr
+    ) -> tuple[object, str, str]:
+        """An attribute chain on an imported module (`nl.tile.shape`) followed to its value:
+        (value, canonical path, the chain as written); _Stop where it is refused, cannot be
+        followed, or is not such a chain."""
+        chain: list[str] = []
+        value = expression
+        while isinstance(value, ast.Attribute):
+            chain.append(value.attr)
+            value = value.value
+        if not (isinstance(value, ast.Name) and value.id in roots):
+            raise _Stop
+        holder, path = roots[value.id]
+        written = value.id
+        for attr in reversed(chain):
+            written = f"{written}.{attr}"
+            holder = self.step(node, holder, path, attr, written)
+            path = _canonical(holder, f"{path}.{attr}")
+        return holder, path, written
+
     def refuse(self, node: ast.AST, problem: str) -> object:
         self.violations.append(Violation(getattr(node, "lineno", 0), problem))
         raise _Stop
@@ -770,30 +1075,44 @@ def check_resolved(source: str, dialect: str, *, torch_compute: bool = False) ->
             if bound and isinstance(bound[0], types.ModuleType) and id(node) not in receivers:
                 resolver.violations.append(Violation(node.lineno, _module_value(node.id, bound[1])))
             continue
+        if isinstance(node, ast.Match):
+            _follow_patterns(resolver, roots, node)
         if not isinstance(node, ast.Attribute):
             continue
         receivers.add(id(node.value))
         if id(node) in receivers:
             continue
-        chain: list[str] = []
-        value: ast.expr = node
-        while isinstance(value, ast.Attribute):
-            chain.append(value.attr)
-            value = value.value
-        if not (isinstance(value, ast.Name) and value.id in roots):
-            continue
-        holder, path = roots[value.id]
-        written = value.id
         try:
-            for attr in reversed(chain):
-                written = f"{written}.{attr}"
-                holder = resolver.step(node, holder, path, attr, written)
-                path = _canonical(holder, f"{path}.{attr}")
+            holder, path, written = resolver.follow(node, roots, node)
         except _Stop:
             continue
         if isinstance(holder, types.ModuleType):  # `m = np.ma`: a module held as a value
             resolver.violations.append(Violation(node.lineno, _module_value(written, path)))
     return resolver.violations
+
+
+def _follow_patterns(
+    resolver: _Resolver, roots: dict[str, tuple[object, str]], match: ast.Match
+) -> None:
+    """`match nl.tile: case object(np=n)` is `n = nl.tile.np`: the chains of a match statement's
+    class patterns are followed from its subject like attribute chains."""
+    try:
+        subject = resolver.follow(match, roots, match.subject)
+    except _Stop:
+        return  # not a chain on an imported module
+    for case in match.cases:
+        for chain, binds in pattern_chains(case.pattern):
+            holder, path, written = subject
+            try:
+                for attr in chain:
+                    written = f"{written}.{attr}"
+                    holder = resolver.step(case.pattern, holder, path, attr, written)
+                    path = _canonical(holder, f"{path}.{attr}")
+            except _Stop:
+                continue
+            if binds and isinstance(holder, types.ModuleType):
+                line = case.pattern.lineno
+                resolver.violations.append(Violation(line, _module_value(written, path)))
 
 
 def _module_value(written: str, module: str) -> str:

@@ -48,8 +48,15 @@ FAMILIES = (
     "socket connections",
     "writing files",
     "reading /proc/<ppid>/environ",
+    # issue 23: attributes and entries read by name without an attribute in the source
+    "by class pattern",
+    "by positional class pattern",
+    "by format field",
+    "a format template the check cannot read",
+    "functools.update_wrapper",
+    "by mapping pattern",
 )
-"""The issue's exploit families: every one has at least one kernel."""
+"""The issues' exploit families (14, then 23): every one has at least one kernel."""
 PWNED = Path("/tmp/pwned")
 
 

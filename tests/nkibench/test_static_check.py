@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import ast
+import re
+import typing
+from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from nkibench.benchmarks.nki import suite_tasks
 from nkibench.dialects import detect_dialect
 from nkibench.sandbox.static_check import check_resolved, check_source, violation_kind
-from nkibench.suites import GPU_SUITE
+from nkibench.suites import GPU_SUITE, NKI_LEGACY_SUITE, NKI_SUITE
+from tests.support import DATA, REPOSITORY
 from tests.support.nki_helpers import shadow_modules
 
 __all__ = ["shadow_modules"]
@@ -295,3 +301,257 @@ def test_the_suite_kernels_pass_the_resolved_check_too() -> None:
 def test_a_kernel_mixing_dialects_is_told_which(source: str, dialect: str, problem: str) -> None:
     problems = [v.problem for v in check_source(source, "kernel.py", dialect)]
     assert any(problem in p for p in problems), problems
+
+
+def _problems(source: str, dialect: str = "nki-legacy", **options: bool) -> list[str]:
+    return [v.problem for v in check_source(source, "kernel.py", dialect, **options)]
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        # class patterns: `case C(name=p)` reads subject.name
+        (
+            "match print:\n    case object(__self__=b): pass",
+            "attribute `.__self__` is not allowed (no underscore names) "
+            "(read by the class pattern `object(__self__=...)`)",
+        ),
+        (
+            "match b:\n    case object(exec=run): run('x')",
+            "`exec` is not allowed in a kernel (read by the class pattern `object(exec=...)`)",
+        ),
+        (
+            "match g:\n    case object(gi_frame=object(f_back=f)): pass",
+            "`.gi_frame` (frames, tracebacks and code objects) is not allowed",
+        ),
+        (
+            "match g:\n    case object(gi_frame=object(f_back=f)): pass",
+            "`.f_back` (frames, tracebacks and code objects) is not allowed: a kernel may not "
+            "inspect the interpreter (read by the class pattern `object(f_back=...)`)",
+        ),
+        ("match f:\n    case object(f_globals=g): pass", "`.f_globals` (frames"),
+        ("match c:\n    case object(ag_await=a): pass", "`.ag_await` (frames"),
+        (
+            "match t:\n    case object(data=d): d[...] = 0",
+            "`.data` is nkisim's own storage behind a tensor, not NKI: move data with nl.load / "
+            "nl.store (or nisa.dma_copy) and compute with nl.* / nisa.* "
+            "(read by the class pattern `object(data=...)`)",
+        ),
+        ("match m:\n    case object(sys=s): pass", "`.sys` is the standard library's sys"),
+        ("match m:\n    case object(fromfile=f): pass", "`.fromfile` (files, pickles"),
+        ("match m:\n    case object(load=f): pass", "`.load` (files, pickles or pointers)"),
+        # positional sub-patterns read what C.__match_args__ lists
+        (
+            "class Bound:\n    __match_args__ = ('__self__',)\n"
+            "match print:\n    case Bound(b): pass",
+            "the positional sub-patterns of `case Bound(...)` read the attributes that "
+            "Bound.__match_args__ lists, which the check cannot see",
+        ),
+        (
+            "int = Bound\nmatch print:\n    case int(b): pass",  # not the builtin any more
+            "the positional sub-patterns of `case int(...)`",
+        ),
+        # entries by key: mapping patterns, subscripts, format fields
+        (
+            "match g:\n    case {'__builtins__': b}: pass",
+            "the key '__builtins__' is an entry of a namespace (a module's globals, the "
+            "builtins), which a kernel may not read or write (read by a mapping pattern)",
+        ),
+        ("match b:\n    case {'exec': run}: pass", "the key 'exec' is an entry of a namespace"),
+        ("b = g['__builtins__']", "the key '__builtins__' is an entry of a namespace"),
+        ("match x:\n    case [*open]: pass", "`open` is not allowed in a kernel"),
+        # format templates
+        (
+            "s = '{0.data}'.format(t)",
+            "the format field `{0.data}` reads the attribute `.data` by name, out of the "
+            "check's sight: write an f-string",
+        ),
+        (
+            "s = '{0.__class__.__mro__}'.format(t)",
+            "the format field `{0.__class__.__mro__}` reads the attribute `.__mro__`",
+        ),
+        ("s = '{x.shape}'.format_map(m)", "the format field `{x.shape}` reads the attribute"),
+        ("s = str.format('{0.data}', t)", "the format field `{0.data}`"),
+        ("s = '{0:>{1.width}}'.format(t, w)", "the format field `{1.width}`"),  # in a spec
+        (
+            "s = '{0[__builtins__]}'.format(g)",
+            "the key '__builtins__' is an entry of a namespace (a module's globals, the "
+            "builtins), which a kernel may not read or write (the format field",
+        ),
+        ("s = template.format(t)", "`.format` on a template the check cannot read"),
+        ("s = f'{{0.{name}}}'.format(t)", "`.format` on a template the check cannot read"),
+        ("f = str.format", "`.format` on a template the check cannot read"),
+        ("s = str.format(template, t)", "`.format` on a template the check cannot read"),
+        ("s = '{0.data'.format(t)", "a format template the check cannot read"),
+        # hasattr reads the attribute
+        ("ok = hasattr(print, '__self__')", "no underscore names) (read by hasattr)"),
+        ("ok = hasattr(t, 'data')", "`.data` is nkisim's own storage"),
+        ("ok = hasattr(t, name)", "`hasattr` needs the attribute's name as a string literal"),
+        ("probe = hasattr", "`hasattr` needs the attribute's name as a string literal"),
+        # functools' wrappers read and write attributes named in strings
+        (
+            "import functools, typing\n"
+            "functools.update_wrapper(sink, typing.cast, assigned=('__globals__',))",
+            "`.update_wrapper` reads (or writes) attributes by names in strings",
+        ),
+        ("from functools import update_wrapper", "import of 'functools.update_wrapper'"),
+        (
+            "import functools, typing\n"
+            "functools.wraps(typing.cast, assigned=('__globals__',))(sink)",
+            "`functools.wraps` is allowed only as a def's decorator with the wrapped function "
+            "alone",
+        ),
+        (
+            "from functools import wraps\nimport typing\nwraps(typing.cast)(sink)",
+            "`functools.wraps` is allowed only as a def's decorator",
+        ),
+        # hooks that answer a library's own calls, in each spelling
+        ("class A:\n    __array_priority__ = 100", "defining `__array_priority__` is not"),
+        ("class A:\n    def __array_ufunc__(self, *a): pass", "defining `__array_ufunc__`"),
+        (
+            "class A:\n    __torch_function__ = classmethod(handler)",
+            "defining `__torch_function__` is not allowed: a tensor subclass",
+        ),
+        ("class A:\n    from functools import partial as __array__", "defining `__array__`"),
+        ("ns = dict(__array_function__=f)", "defining `__array_function__`"),
+        ("ns = {'__torch_dispatch__': f}", "defining `__torch_dispatch__`"),
+        (
+            "A = type('A', (object,), ns)",
+            "`type(name, bases, namespace)` builds a class from a namespace the check cannot "
+            "read: write a class statement",
+        ),
+    ],
+)
+def test_reads_by_name_without_an_attribute_are_refused(source: str, problem: str) -> None:
+    """What names an attribute or a namespace's entry without an `ast.Attribute` (issue 23):
+    each refused with the rule of `.name`, or because the name cannot be seen."""
+    problems = _problems(source)
+    assert any(problem in p for p in problems), problems
+    assert violation_kind(check_source(source, "kernel.py", "nki-legacy")) == "rejected"
+
+
+def test_a_class_pattern_is_held_to_torch_compute_like_an_attribute() -> None:
+    source = TRITON_RUN.replace(
+        "    return out\n", "    match x:\n        case object(sum=total):\n    return out\n"
+    ).replace("case object(sum=total):\n", "case object(sum=total):\n            total(1)\n")
+    assert any("`.sum` computes with PyTorch" in p for p in _problems(source, "triton"))
+    assert _problems(source, "triton", torch_compute=True) == []
+
+
+LEGITIMATE_READS = """import functools
+from functools import wraps
+
+
+class Tile:
+    def __init__(self, rows, cols):
+        self.rows = rows
+        self.cols = cols
+
+    def __eq__(self, other):
+        return (self.rows, self.cols) == (other.rows, other.cols)
+
+
+def traced(fn):
+    @functools.wraps(fn)
+    def inner(*args):
+        return fn(*args)
+
+    @wraps(fn)
+    def again(*args):
+        return inner(*args)
+
+    return again
+
+
+@traced
+def plan(shape, config):
+    match config:
+        case Tile(rows=r, cols=c) if r > 0:
+            tiles = (r, c)
+        case {"rows": int(r), "cols": int(c)}:
+            tiles = (r, c)
+        case (int(r), int(c)) | [int(r), int(c), *_]:
+            tiles = (r, c)
+        case str(name) | bytes(name):
+            tiles = (len(name), 1)
+        case _:
+            tiles = (128, 512)
+    label = "{0[0]!r:>{width}}".format(shape, width=4)
+    label += "{rows}/{cols} {[1]}".format(shape, rows=tiles[0], cols=tiles[1])
+    label += f"{shape[0]:>{tiles[0]}} {config!r}" + "%(rows)d" % {"rows": tiles[0]}
+    sized = hasattr(config, "rows") and type(config) is Tile and config == Tile(*tiles)
+    return tiles, label, sized, sorted(dir(config))[:1]
+"""
+
+
+@pytest.mark.parametrize("dialect", ["nki", "nki-legacy", "triton"])
+def test_legitimate_patterns_templates_and_wrappers_pass(dialect: str) -> None:
+    """Class patterns with keywords, builtin types' positional patterns, mapping patterns on
+    data keys, literal templates without attribute fields, f-strings, `%`, a literal
+    hasattr, `@functools.wraps(fn)`, `type(x)`: none reads a name the check cannot see."""
+    if dialect != "nki":  # only NKI 0.7 sets attributes, on its own objects
+        source = LEGITIMATE_READS.replace("self.rows = rows\n        self.cols = cols", "pass")
+    else:
+        source = LEGITIMATE_READS
+    assert _problems(source, dialect) == []
+
+
+def _kernel_files() -> list[Path]:
+    """The kernels shipped in the repository: the suites, the test data's kernels (but the
+    negative corpus's refused ones and the kernels planted to be refused), the examples."""
+    refused_on_purpose = {
+        DATA / "triton_kernels" / "side_stream.py",  # a side stream
+        DATA / "nki_current" / "mixed_legacy.py",  # two dialects in one kernel
+    }
+    files = [
+        *NKI_SUITE.glob("*/kernel.py"),
+        *NKI_LEGACY_SUITE.glob("*/kernel.py"),
+        *GPU_SUITE.glob("*/kernel.py"),
+        *(REPOSITORY / "examples").rglob("kernel.py"),
+        *(DATA / "nki_current").glob("*.py"),
+        *(DATA / "triton_kernels").glob("*.py"),
+        *(DATA / "agent_kernels").glob("*.py"),
+    ]
+    for path in sorted((DATA / "kernels").glob("*.py")):
+        expect = re.search(r"^# expect: (\w+)", path.read_text(), re.MULTILINE)
+        if expect is None or expect.group(1) not in ("rejected", "compile"):
+            files.append(path)
+    return [f for f in files if f not in refused_on_purpose]
+
+
+def test_every_kernel_shipped_in_the_repository_passes() -> None:
+    files = _kernel_files()
+    assert len(files) >= 60  # the suites alone hold more: a moved folder fails here
+    for path in files:
+        source = path.read_text()
+        dialect = detect_dialect(ast.parse(source), str(path))
+        assert dialect is not None, path
+        torch_compute = "allow_torch_compute = true" in (
+            path.with_name("task.toml").read_text() if path.with_name("task.toml").is_file() else ""
+        )
+        problems = _problems(source, dialect, torch_compute=torch_compute)
+        assert problems == [], (path, problems)
+
+
+@pytest.mark.usefixtures("shadow_modules")
+def test_a_class_pattern_on_a_module_chain_is_followed_like_the_chain(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`match typing.holder: case object(kit=k)` is `k = typing.holder.kit`: check_resolved
+    follows it on the real objects, as it follows attribute chains (no name list knows what
+    `kit` holds)."""
+    monkeypatch.setattr(typing, "holder", SimpleNamespace(kit=re, np=np), raising=False)
+    source = (
+        "import typing\n"
+        "match typing.holder:\n"
+        "    case object(kit=k): pass\n"
+        "    case object(np=object(float32=f)) | object(np=n): pass\n"
+    )
+    assert check_source(source, "kernel.py", "nki-legacy") == []
+    problems = [(v.line, v.problem) for v in check_resolved(source, "nki-legacy")]
+    assert (3, "`typing.holder.kit` is the module re, which a kernel may not use") in problems
+    # numpy is a module the kernel may reach, but not hold as a value
+    assert any(line == 4 and "`typing.holder.np` is the module numpy" in p for line, p in problems)
+    assert not any("float32" in p for _, p in problems), problems
+    plain = "import typing\nmatch typing.holder:\n    case object(np=object(float32=f)): pass\n"
+    assert check_resolved(plain, "nki-legacy") == []
