@@ -335,7 +335,6 @@ class Session:
                 self.result.max_rel_l2 = verdict["max_rel_l2"]
                 raise PhaseFailure("incorrect", f"seed {seed}: {verdict['message']}")
         self.result.max_rel_l2 = worst
-        self.result.correct = True
 
 
 def _never_written(seed: int, counts: list[int]) -> None:
@@ -431,6 +430,7 @@ def _judge(session: Session, profile: bool) -> None:
         kernel = session.kernel(inputs, profile=profile)
         session.compare(kernel)
         backend.verify(session, kernel, profile)
+        result.correct = True  # compared, and what the kernel handed back checked
         if profile:
             backend.measure(session, kernel)
             _refuse_latency(result)

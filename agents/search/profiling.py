@@ -8,6 +8,7 @@ resumed search reads a kernel's profile back instead of measuring it again.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -46,9 +47,13 @@ class Kernel:
 
     @property
     def measured(self) -> Measured | None:
-        """Its latency, if it was profiled and correct."""
+        """Its latency, if it was profiled and correct, and the latency is a positive, finite
+        number (the harness refuses any other since; a log recorded before may hold one, and a
+        selection dividing by it would fail the search for ever)."""
         p = self.profile
         if p is None or not p.correct or p.latency_ms is None:
+            return None
+        if not (math.isfinite(p.latency_ms) and p.latency_ms > 0):
             return None
         return Measured(self.event.candidate_id, p.latency_ms)
 
