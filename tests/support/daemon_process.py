@@ -83,9 +83,11 @@ class DaemonProcess(ChildProcess):
         *args: str,
         env: dict[str, str] | None = None,
         prefix: Sequence[str] = (),
+        program: Sequence[str] = PROGRAM,
     ) -> None:
         """`prefix`: a command the daemon runs under (`setpriv ...` to take root's
-        permission to ignore file modes, as a daemon under its own user has none)."""
+        permission to ignore file modes, as a daemon under its own user has none);
+        `program`: how accelopt is started (another interpreter, for another user)."""
         self.root = root
         self.home = root / "state"
         self.watch = root / "kernels"
@@ -93,6 +95,7 @@ class DaemonProcess(ChildProcess):
         self.db = (env or {}).get("ACCELOPT_DB", f"sqlite:///{self.home / 'accelopt.db'}")
         self.args = args
         self.prefix = list(prefix)
+        self.program = list(program)
         self.env = {
             # the host's sandbox settings pass (a GPU host in gVisor runs without bubblewrap)
             **{k: v for k, v in os.environ.items() if not k.startswith("ACCELOPT_")},
@@ -110,7 +113,7 @@ class DaemonProcess(ChildProcess):
         offset = len(self.log_text())
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                [*self.prefix, *PROGRAM, "daemon", "--watch", str(self.watch), *self.args],
+                [*self.prefix, *self.program, "daemon", "--watch", str(self.watch), *self.args],
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
