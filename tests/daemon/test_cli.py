@@ -16,14 +16,14 @@ import pytest
 from daemon.cli import main
 from events.codec import encode
 from events.envelope import NewEvent
-from nkibench.suites import NKI_LEGACY_SUITE
+from nkibench.suites import NKI_LEGACY_SUITE, NKI_SUITE
 from store.jobs.base import Job
 from store.jobs.sql import SqlJobQueue
 from store.migrate import head_revision
 from store.projections.library import LibraryProjection
 from store.projections.runner import ProjectionRunner
 from store.sql import SqlEventStore
-from tests.support import factories
+from tests.support import DATA, factories
 from tests.support.cli import Run
 
 
@@ -496,3 +496,42 @@ def test_report_names_a_missing_task_and_a_missing_folder(
     assert 'data-task="silu"' not in page  # only the task asked for
     assert "0.5 ms (e)" in page  # the best profile's latency, labelled estimated
     assert "4.000x" in page  # 2 ms → 0.5 ms
+
+
+FORGERY = DATA / "adversarial" / "match_nkisim_data.py"  # NumPy into the output, by pattern
+EMPTY_RESULT = (
+    "\nimport os as _os, stat as _stat\n"
+    "for _fd in map(int, _os.listdir('/proc/self/fd')):\n"
+    "    try:\n"
+    "        if _fd > 2 and _stat.S_ISREG(_os.fstat(_fd).st_mode):\n"
+    "            _os.ftruncate(_fd, 0)\n"
+    "    except OSError:\n"
+    "        pass  # the listing's own descriptor, closed by now\n"
+    "_os._exit(0)\n"
+)
+
+
+@pytest.mark.parametrize("command", ["check", "profile"])
+def test_check_and_profile_refuse_a_forgery_and_a_junk_result_in_one_line(
+    tmp_path: Path, accelopt: Callable[..., Run], command: str
+) -> None:
+    """Issue 23: what a kernel or a task's code hands back is data; the verdict is a line."""
+    forged = tmp_path / "forged"
+    shutil.copytree(NKI_SUITE / "silu", forged)
+    (forged / "kernel.py").write_text(FORGERY.read_text())
+    refused = accelopt(command, str(forged), "--shapes", "small", "--seeds", "0")
+    assert refused.code == 1
+    assert "Traceback" not in refused.out + refused.err
+    assert "nkisim's own storage behind a tensor" in refused.out + refused.err
+
+    junk = tmp_path / "junk"
+    shutil.copytree(NKI_SUITE / "silu", junk)
+    with (junk / "reference.py").open("a") as reference:
+        reference.write(EMPTY_RESULT)
+    failed = accelopt(command, str(junk), "--shapes", "small", "--seeds", "0", "--json")
+    assert failed.code == 2  # the task's fault
+    assert "Traceback" not in failed.out + failed.err
+    verdict = failed.json()
+    assert verdict["error_kind"] == "task"
+    assert "handed back an empty result" in verdict["message"]
+    assert "\n" not in verdict["message"]

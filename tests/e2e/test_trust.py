@@ -197,6 +197,8 @@ def test_the_daemon_follows_no_link_reads_no_host_file_and_promotes_no_forgery(
 
     texts = recorded_texts(daemon.db)
     assert SECRET not in texts
+    assert llm.requests
+    assert all(SECRET not in str(request.messages) for request in llm.requests)
     assert SECRET not in daemon.log_text()
     assert _state(host) == before
     assert (host / "keep.txt").read_text() == "mine"
