@@ -4,7 +4,12 @@ A call has an id that says what it is for (the search, the iteration, the role, 
 the plan and sample), which makes it resumable: if the log already holds a completed answer
 for that id, the answer is read back and no request is sent, so a restarted search or a
 replay never calls the API for work already done. Each failed attempt (HTTP 429/5xx, a
-timeout, a refused request) is recorded too, with its error, before the next try.
+timeout, a refused request, a body that is not a Chat Completion) is recorded too, with its
+error, before the next try.
+
+Nothing an endpoint sends can stall the process that reads it: the body is read up to
+MAX_RESPONSE_BYTES and validated field by field, and an answer longer than MAX_ANSWER_CHARS
+is recorded and billed but handed to no role (`AnswerTooLong`).
 """
 
 from __future__ import annotations
@@ -12,21 +17,46 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import openai
+from pydantic import BaseModel, Field, ValidationError
 
 from agents.config import Budget, LLMConfig
 from agents.ledger import Ledger
 from events.catalog import LLMCallCompleted, LLMRole
 from store.recorder import Recorder
 
-__all__ = ["BudgetExhausted", "Completion", "LLMClient", "LLMError"]
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "MAX_RESPONSE_BYTES",
+    "AnswerTooLong",
+    "BudgetExhausted",
+    "Completion",
+    "LLMClient",
+    "LLMError",
+]
 
 CALL_HEADER = "X-Accelopt-Call"
 """Sent with every request: the call id, for gateways' logs (and the tests' server)."""
 RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+MAX_ANSWER_CHARS = 256 * 1024
+"""The longest answer, in characters, that a role reads. A kernel, a plan or a lesson is a few
+thousand characters (the suites' longest kernel is 5,400); an answer fifty times the longest
+kernel is a model that ran on, such as one emitting newlines up to its max_tokens, and no role
+can use it: its plan would go whole into the executor's prompt, its lesson into every
+planner's. Past it the call fails with `AnswerTooLong`. The answer is still recorded, and
+billed, and the cap is decided from the text alone, so that an answer in the log (one recorded
+before the cap, too) replays to the same failure."""
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+"""The largest HTTP body read as a Chat Completion. An answer at MAX_ANSWER_CHARS takes at
+most 12 bytes a character in JSON (`\\ud83d\\ude00` for one emoji): 3 MiB; the rest is room
+for the envelope and a reasoning model's `reasoning_content`. Reading stops past it: a body
+that large holds no answer a role reads, and read whole it would all be held in memory."""
+TOKENS_LIMIT = 2**53
+"""A token count past it is not a count: JSON numbers hold integers exactly up to 2**53."""
 
 
 class LLMError(Exception):
@@ -35,6 +65,18 @@ class LLMError(Exception):
     def __init__(self, call_id: str, message: str) -> None:
         super().__init__(f"{call_id}: {message}")
         self.call_id, self.message = call_id, message
+
+
+class AnswerTooLong(LLMError):
+    """An answer past MAX_ANSWER_CHARS: recorded and billed, read by no role."""
+
+    def __init__(self, call_id: str, chars: int, finish_reason: str) -> None:
+        super().__init__(
+            call_id,
+            f"the answer is {chars} characters long, over the {MAX_ANSWER_CHARS} a role reads "
+            f"(no kernel, plan or lesson is that long; the model ran on, finish reason "
+            f"{finish_reason!r})",
+        )
 
 
 class BudgetExhausted(Exception):
@@ -64,6 +106,30 @@ class _Request:
     task: str | None
     seed: int | None
     prompt_blob: str
+
+
+class _Message(BaseModel):
+    content: str | None = None
+
+
+class _Choice(BaseModel):
+    message: _Message
+    finish_reason: str | None = None
+
+
+class _Usage(BaseModel):
+    prompt_tokens: int = Field(default=0, ge=0, lt=TOKENS_LIMIT)
+    completion_tokens: int = Field(default=0, ge=0, lt=TOKENS_LIMIT)
+
+
+class _ChatCompletion(BaseModel):
+    """The fields of a Chat Completion the client reads, each checked (the openai package
+    builds its objects without checking them: a `null` message, a number for the text or a
+    string for a token count came through as an AttributeError or a TypeError, never
+    recorded). Other fields are ignored."""
+
+    choices: list[_Choice]
+    usage: _Usage | None = None
 
 
 class _Attempt(Exception):
@@ -124,7 +190,7 @@ class LLMClient:
         earlier = list(self.recorder.of_type(stream, LLMCallCompleted))
         for call in earlier:
             if call.error is None and call.response_blob is not None:
-                return self._replayed(call)
+                return _readable(self._replayed(call))
         reason = self.ledger.exhausted(self.budget, task)
         if reason is not None:
             raise BudgetExhausted(reason)
@@ -134,13 +200,15 @@ class LLMClient:
             attempt += 1
             try:
                 with self._gate:
-                    return self._ask(
+                    answer = self._ask(
                         _Request(call_id, role, messages, task, seed, prompt_blob), attempt
                     )
             except _Attempt as failed:
                 if not failed.retry or tries + 1 == self.config.max_attempts:
                     raise LLMError(call_id, failed.message) from None
                 time.sleep(self.config.retry_base_s * 2**tries)
+            else:
+                return _readable(answer)
         raise AssertionError("unreachable")
 
     def _replayed(self, call: LLMCallCompleted) -> Completion:
@@ -191,12 +259,14 @@ class LLMClient:
             return event
 
         try:
-            response = self._client(role).chat.completions.create(
+            with self._client(role).chat.completions.with_streaming_response.create(
                 model=settings.model,
                 messages=request.messages,  # type: ignore[arg-type]
                 extra_headers={CALL_HEADER: call_id},
                 **parameters,
-            )
+            ) as response:
+                body = _body(response.iter_bytes())
+            completion = _ChatCompletion.model_validate_json(body)
         except openai.APIStatusError as e:
             failed: _Attempt | None = _Attempt(
                 f"HTTP {e.status_code}: {_short(e.message)}",
@@ -204,12 +274,14 @@ class LLMClient:
             )
         except (openai.APITimeoutError, openai.APIConnectionError) as e:
             failed = _Attempt(f"{type(e).__name__}: {_short(str(e))}", retry=True)
-        except (openai.APIError, ValueError) as e:
+        except _Attempt as e:
+            failed = e
+        except ValidationError as e:
             # an answer that is not a Chat Completion (HTTP 200 with a body that is not its
             # JSON): recorded like any failed attempt, so that retries and budgets apply
-            failed = _Attempt(
-                f"not a chat completion: {type(e).__name__}: {_short(str(e))}", retry=True
-            )
+            failed = _Attempt(f"not a chat completion: {_short(_wrong(e))}", retry=True)
+        except openai.APIError as e:
+            failed = _Attempt(f"{type(e).__name__}: {_short(str(e))}", retry=True)
         else:
             failed = None
         if failed is not None:
@@ -221,12 +293,11 @@ class LLMClient:
                 error=failed.message,
             )
             raise failed
-        choice = response.choices[0] if response.choices else None
+        choice = completion.choices[0] if completion.choices else None
         text = (choice.message.content or "") if choice else ""
         finish = str(choice.finish_reason) if choice else "no_choice"
-        usage = response.usage
-        prompt_tokens = usage.prompt_tokens if usage else 0
-        completion_tokens = usage.completion_tokens if usage else 0
+        usage = completion.usage or _Usage()
+        prompt_tokens, completion_tokens = usage.prompt_tokens, usage.completion_tokens
         cost = self.config.cost(settings.model, prompt_tokens, completion_tokens)
         event = record(
             response_blob=self.recorder.put(text),
@@ -240,6 +311,45 @@ class LLMClient:
         return Completion(
             call_id, role, settings.model, text, finish, prompt_tokens, completion_tokens, False
         )
+
+
+def _body(chunks: Iterable[bytes]) -> bytes:
+    """The response's body, read up to MAX_RESPONSE_BYTES (an _Attempt past it)."""
+    read: list[bytes] = []
+    size = 0
+    try:
+        for chunk in chunks:
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise _Attempt(
+                    f"the response is over {MAX_RESPONSE_BYTES} bytes: no answer is that long",
+                    retry=False,
+                )
+            read.append(chunk)
+    except _Attempt:
+        raise
+    except Exception as e:
+        # the transport's own errors (a read timeout, a reset): openai translates them only
+        # while it sends, and the body is read after
+        raise _Attempt(
+            f"reading the response: {type(e).__name__}: {_short(str(e))}", retry=True
+        ) from None
+    return b"".join(read)
+
+
+def _wrong(error: ValidationError) -> str:
+    """What is wrong with a body, on one line: each field's path and the problem."""
+    return "; ".join(
+        f"{'.'.join(str(part) for part in problem['loc']) or 'the body'}: {problem['msg']}"
+        for problem in error.errors(include_url=False)
+    )
+
+
+def _readable(answer: Completion) -> Completion:
+    """`answer`, if a role may read it (see MAX_ANSWER_CHARS)."""
+    if len(answer.text) > MAX_ANSWER_CHARS:
+        raise AnswerTooLong(answer.call_id, len(answer.text), answer.finish_reason)
+    return answer
 
 
 def _short(text: str, limit: int = 300) -> str:

@@ -29,7 +29,14 @@ from events.envelope import Envelope
 from nkibench.dialects import DIALECTS
 from nkibench.task.operators import similarity
 
-__all__ = ["MemoryItem", "MemoryProjection", "MemoryState", "lesson_as_shown", "shown_to_planner"]
+__all__ = [
+    "MemoryItem",
+    "MemoryProjection",
+    "MemoryState",
+    "lesson_as_shown",
+    "shown_to_planner",
+    "without_code",
+]
 
 Status = Literal["active", "retired"]
 
@@ -201,8 +208,19 @@ def shown_to_planner(
     return (own + others)[:limit]
 
 
-FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
-"""A fenced code block, up to its closing fence (or the end, if it has none)."""
+BLANK_LINES = re.compile(r"\n{3,}")
+"""Three or more newlines, closed up to one blank line where code was left out. Linear: one
+quantifier over one character, so a failed try reads at most two newlines and a match is
+never read again."""
+OPENING_FENCE = re.compile(r"^[ \t]*+(`{3,}+|~{3,}+)[^\n]*+\n", re.M)
+r"""A code block's opening line (its fence's run in group 1). Linear: a try begins only at a
+line start and reads no further than that line's end, and every quantifier is possessive, so a
+failed try gives back nothing to read again (the backtracking `(`{3,})[^\n]*\n` read the rest
+of a run of backticks once for every backtick it gave back)."""
+FENCE_LINE = re.compile(r"^[ \t]*+(`++|~++)[ \t]*+$", re.M)
+"""A line of one run of backticks or tildes alone, spaces or tabs around it: a block's
+closing line if the run is its opening one's. Linear as OPENING_FENCE: a try begins only at a
+line start, reads no further than that line, and gives nothing back."""
 
 
 def lesson_as_shown(item: MemoryItem, summary: str, *, dialect: str) -> str:
@@ -211,11 +229,41 @@ def lesson_as_shown(item: MemoryItem, summary: str, *, dialect: str) -> str:
     which language it was learnt."""
     if item.dialect == dialect:
         return summary
-    idea = FENCED.sub("", summary)
-    idea = re.sub(r"\n{3,}", "\n\n", idea).strip()
+    idea = BLANK_LINES.sub("\n\n", without_code(summary)).strip()
     record = DIALECTS.get(item.dialect)
     language = record.language if record is not None else item.dialect
     return (
         f"{idea}\n\n(Learnt on a kernel in {language}: its code is left out, as this kernel "
         "is written in another language. Take the idea, not the API names.)"
     )
+
+
+def without_code(text: str) -> str:
+    r"""`text` with every fenced code block left out, from the start of its opening line to
+    the end of its closing one: a block opens on a line of three or more backticks or tildes
+    (after spaces or tabs; anything may follow them) that is not the text's last line, and
+    closes at the next line that is the same run alone (spaces or tabs around it), or at the
+    end of the text.
+
+    It removes what `re.sub` of `^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)` (re.S,
+    re.M) removed, in linear time: that regex took quadratic time over a run of backticks
+    with no newline after it (it gave the run back one character at a time, reading the rest
+    of the text again each time)."""
+    kept = []
+    at = 0
+    while (opening := OPENING_FENCE.search(text, at)) is not None:
+        kept.append(text[at : opening.start()])
+        at = _closing_fence(text, opening[1], opening.end())
+    kept.append(text[at:])
+    return "".join(kept)
+
+
+def _closing_fence(text: str, run: str, at: int) -> int:
+    """Where the block opened by `run` ends: after the next line that is the same run alone,
+    or at the end of the text. The run is compared here, not put in a pattern: compiling a
+    pattern is slow per character, and a run is as long as the answer makes it."""
+    while (line := FENCE_LINE.search(text, at)) is not None:
+        if line[1] == run:
+            return line.end()
+        at = line.end()
+    return len(text)

@@ -21,6 +21,9 @@ FOLDER = Path(__file__).parent
 DIALECTS = tuple(KERNEL_DIALECTS)
 """The dialects there are prompts for: every kernel dialect."""
 PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+"""Read only in the prompt files, never in what fills them (an LLM's plan or lesson, an error):
+`sub` does not search the text it puts in. Linear even so: a try reads a word after `{{` and
+the words after two `{{` never overlap."""
 FRAGMENTS = {
     "facts": "facts",
     "api": "api",

@@ -16,7 +16,9 @@ __all__ = ["variants"]
 def _assignments(source: str) -> dict[str, ast.Assign]:
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, MemoryError, RecursionError):
+        # an LLM's kernel may nest past the parser's limits: CPython 3.11 says so with
+        # MemoryError (200,000 unary minuses) or RecursionError (200,000 `+` terms)
         return {}
     found = {}
     for node in tree.body:

@@ -1,6 +1,7 @@
 """The LLM client against a real HTTP server on loopback: answers that are not Chat
 Completions are recorded as failed attempts (so retries and budgets apply, and the search goes
-on), and what is sent passes the store's scrubber."""
+on), answers past the cap are recorded and refused alike live and replayed, and what is sent
+passes the store's scrubber."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import json
 
 import pytest
 
+from agents import llm as llm_module
 from agents.config import Budget, LLMConfig, RoleConfig
 from agents.ledger import Ledger
-from agents.llm import LLMClient, LLMError
+from agents.llm import MAX_ANSWER_CHARS, AnswerTooLong, LLMClient, LLMError
 from events.catalog import LLMCallCompleted
 from store.memory import MemoryEventStore
 from store.recorder import Recorder
@@ -20,11 +22,11 @@ from tests.support.llm_server import Reply, Request, running_llm
 SECRET = "sk-live-" + "0123456789abcdef"
 
 
-def client(url: str, store: MemoryEventStore) -> LLMClient:
+def client(url: str, store: MemoryEventStore, attempts: int = 3) -> LLMClient:
     role = RoleConfig(model="m", base_url=url, api_key=SECRET)  # type: ignore[arg-type]
     config = LLMConfig(
         roles={r: role for r in ("planner", "executor", "summarizer", "fixer")},
-        max_attempts=3,
+        max_attempts=attempts,
         retry_base_s=0.01,
         timeout_s=5,
     )
@@ -82,3 +84,108 @@ def test_the_ledger_rebuilt_from_the_log_is_the_one_kept_while_calling() -> None
         kept, again = live.ledger.spend(task), rebuilt.spend(task)
         assert kept.calls == again.calls == 2
         assert (kept.tokens, kept.cost_usd) == (again.tokens, again.cost_usd)
+
+
+def test_an_answer_past_the_cap_is_recorded_and_billed_and_read_by_no_role() -> None:
+    """A model that ran on (newlines up to its max_tokens) cost what it cost; its answer is
+    in the log and the ledger, and the role gets a typed failure instead of the text. Asked
+    again (a resumed search), the recorded answer fails the same way, and nothing is sent."""
+    store = MemoryEventStore()
+    over, at = "\n" * (MAX_ANSWER_CHARS + 1), "x" * MAX_ANSWER_CHARS
+    with running_llm(lambda r: Reply(over if r.call_id.endswith("over") else at)) as llm:
+        live = client(llm.url, store)
+        with pytest.raises(AnswerTooLong, match=f"{MAX_ANSWER_CHARS + 1} characters long"):
+            live.complete(call_id="s|summarizer|over", role="summarizer", messages=[], task="t")
+        assert live.complete(call_id="s|executor|at", role="executor", messages=[], task="t")
+        asked = len(llm.requests)
+        with pytest.raises(AnswerTooLong):
+            live.complete(call_id="s|summarizer|over", role="summarizer", messages=[], task="t")
+        assert len(llm.requests) == asked == 2
+    (call,) = Recorder(store).of_type("llm:s|summarizer|over", LLMCallCompleted)
+    assert call.error is None
+    assert call.response_blob is not None
+    assert store.get_text(call.response_blob) == over
+    assert live.ledger.spend("t").calls == Ledger.from_store(store).spend("t").calls == 2
+
+
+def test_an_answer_past_the_cap_in_a_log_from_before_the_cap_replays_to_the_same_failure() -> None:
+    """The log of issue 23: a summarizer's 300,000 newlines, recorded as a completed call. A
+    restart reads it back and fails the call from the text alone, without asking again."""
+    store = MemoryEventStore()
+    recorder = Recorder(store)
+    recorder.record(
+        "llm:s|summarizer|old",
+        LLMCallCompleted(
+            call_id="s|summarizer|old",
+            role="summarizer",
+            model="m",
+            base_url="http://gone",
+            parameters={"attempt": 1, "finish_reason": "length"},
+            prompt_blob=recorder.put("[]"),
+            response_blob=recorder.put("\n" * 300_000),
+            prompt_tokens=1,
+            completion_tokens=300_000,
+            latency_s=1.0,
+            cost_usd=0.0,
+        ),
+        key="s|summarizer|old#1",
+    )
+    with running_llm(lambda _r: Reply("a fresh answer")) as llm:
+        with pytest.raises(AnswerTooLong, match=r"300000 characters long.*'length'"):
+            client(llm.url, store).complete(
+                call_id="s|summarizer|old", role="summarizer", messages=[], task="t"
+            )
+        assert llm.requests == []
+
+
+def test_a_body_past_the_byte_cap_is_a_failed_attempt_and_not_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(llm_module, "MAX_RESPONSE_BYTES", 10_000)
+    store = MemoryEventStore()
+    with running_llm(lambda _r: Reply("x" * 20_000)) as llm:
+        with pytest.raises(LLMError, match="over 10000 bytes"):
+            client(llm.url, store).complete(call_id="c", role="planner", messages=[], task="t")
+        assert len(llm.requests) == 1
+    (call,) = Recorder(store).of_type("llm:c", LLMCallCompleted)
+    assert call.error is not None
+    assert "over 10000 bytes" in call.error
+    assert call.response_blob is None
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (b"{}", "choices: Field required"),
+        (b"null", "the body: Input should be an object"),
+        (b'{"choices": [null]}', "choices.0: Input should be an object"),
+        (b'{"choices": [{"message": null}]}', "choices.0.message: Input should be an object"),
+        (b'{"choices": [{"message": {"content": 5}}]}', "content: Input should be a valid str"),
+        (
+            b'{"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens": -1}}',
+            "usage.prompt_tokens: Input should be greater than or equal to 0",
+        ),
+        (
+            b'{"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens": 1e300}}',
+            "usage.prompt_tokens",
+        ),
+        (b"[" * 10_000 + b"]" * 10_000, "the body: Invalid JSON: recursion limit exceeded"),
+        (b"\xff\xfe", "the body: Invalid JSON"),
+    ],
+)
+def test_a_malformed_chat_completion_is_a_recorded_failed_attempt(
+    body: bytes, problem: str
+) -> None:
+    """(The openai package builds its objects without checking them: these came through as an
+    AttributeError, a TypeError or a ValidationError of the event, none of them recorded.)"""
+    store = MemoryEventStore()
+    with (
+        running_llm(lambda _r: Reply(raw=body)) as llm,
+        pytest.raises(LLMError, match="not a chat completion") as caught,
+    ):
+        client(llm.url, store, attempts=1).complete(
+            call_id="c", role="planner", messages=[], task="t"
+        )
+    assert problem in caught.value.message
+    (call,) = Recorder(store).of_type("llm:c", LLMCallCompleted)
+    assert call.error == caught.value.message
