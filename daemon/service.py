@@ -92,6 +92,9 @@ KEY_HINT = (
     "put the key in a file named by ACCELOPT_LLM_API_KEY_FILE, or in the systemd credential "
     "llm_api_key (LoadCredential=)"
 )
+DRAIN_LIMIT_S = 30.0
+"""How long a stopping daemon waits for its searches and workers before it writes its last events
+and exits (the systemd unit's TimeoutStopSec leaves room for it)."""
 CLOCK_HEARTBEAT_S = 5.0
 """The clock proves it runs with a job this often; silent for ten of them, it is dead."""
 
@@ -727,7 +730,7 @@ class Daemon:
         if web is not None:
             web.stop()
         clock.shutdown(wait=False)
-        deadline = time.monotonic() + 30.0
+        deadline = time.monotonic() + DRAIN_LIMIT_S
         for running in self.running.values():
             running.thread.join(timeout=max(0.1, deadline - time.monotonic()))
         for part in workers:

@@ -225,24 +225,6 @@ def test_the_memory_leaves_out_what_the_old_regex_left_out(answer: str) -> None:
     assert without_code(answer) == OLD_FENCED.sub("", answer)
 
 
-def test_the_old_regexes_were_quadratic_where_the_readers_are_not() -> None:
-    """The cases the rewrites are for, each timed at two sizes: the old regex's time grows
-    with the square of the answer (four times the time for twice the text), the reader's
-    stays within its bound."""
-    Reader = Callable[[str], object]
-    cases: list[tuple[Reader, Reader, Callable[[int], str]]] = [
-        (OLD_TITLE.search, parse_lesson, lambda n: "\n" * n),
-        (OLD_FENCE.search, READERS["extract_code"], lambda n: "```" + " \t" * (n // 2)),
-        (lambda t: OLD_FENCED.sub("", t), without_code, lambda n: "`" * n),
-    ]
-    for old, new, make in cases:
-        small, large = make(2000), make(8000)
-        ratio = _cpu_seconds(old, large) / max(_cpu_seconds(old, small), 1e-6)
-        assert ratio > 6, f"{old}: {ratio:.1f} times the time for four times the text"
-        answer = make(MB)
-        assert _cpu_seconds(new, answer) < _bound(answer)
-
-
 @pytest.mark.parametrize(
     "source",
     [

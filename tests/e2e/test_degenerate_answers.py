@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from daemon.service import DRAIN_LIMIT_S
 from events.catalog import (
     CandidateRejected,
     ExperienceSummarized,
@@ -33,10 +34,6 @@ from tests.support.llm_server import Reply, Request, running_llm
 
 MB = 1 << 20
 NEWLINES = "\n" * MB
-DRAIN_LIMIT_S = 30.0
-"""How long the daemon's drain waits for its searches and workers (`Daemon._drain`,
-daemon/service.py) before it writes its last events and exits; systemd allows the whole stop
-60 s (TimeoutStopSec) before it kills."""
 AGENTS = [*search_args(iterations=2, beam=2, plans=2, samples=2), "--fixer-attempts", "0"]
 
 
