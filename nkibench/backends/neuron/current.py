@@ -183,7 +183,11 @@ def _nrtpy_ms(request: dict[str, Any], folder: Path, attempt: int) -> list[float
         durations = json.loads(answer.read_text())["durations_ms"]
     except (ValueError, KeyError, TypeError) as e:
         raise NrtpyFailed(f"nrtpy's benchmark wrote no readable answer: {e!r:.200}") from None
-    if not isinstance(durations, list) or not durations or not all(isinstance(d, int | float) and d > 0 for d in durations):
+    if (
+        not isinstance(durations, list)
+        or not durations
+        or not all(isinstance(d, int | float) and d > 0 for d in durations)
+    ):
         raise NrtpyFailed(f"nrtpy's benchmark returned no usable durations: {durations!r:.200}")
     return [float(d) for d in durations]
 
