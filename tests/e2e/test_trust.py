@@ -26,6 +26,7 @@ from nkibench.suites import NKI_SUITE
 from tests.e2e.test_escape import recorded_texts
 from tests.support import DATA, REPOSITORY
 from tests.support.agent_script import llm_env
+from tests.support.cli import search_args
 from tests.support.daemon_process import PROGRAM, DaemonProcess, wait_until
 from tests.support.llm_server import Reply, Request, running_llm
 
@@ -165,16 +166,7 @@ def test_the_daemon_follows_no_link_reads_no_host_file_and_promotes_no_forgery(
     with running_llm(script) as llm:
         daemon = DaemonProcess(
             root,
-            "--shapes",
-            "small",
-            "--iterations",
-            "1",
-            "--beam",
-            "1",
-            "--plans",
-            "2",
-            "--samples",
-            "3",
+            *search_args(iterations=1, beam=1, plans=2, samples=3),
             env={**llm_env(llm.url), **user.env},
             prefix=user.prefix,
             program=user.program,
