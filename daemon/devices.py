@@ -10,7 +10,9 @@ device's stream, `fleet:<device>`.
 
 While a device is quarantined the worker still fetches as many jobs as it has devices; one of
 them waits here for a healthy device (at most one job's time), and the others go to other
-workers. A job that waits when the worker stops goes back to the queue (JobCancelled).
+workers. A job that waits when the worker stops goes back to the queue (JobCancelled). The same
+holds for a device the queue says is not usable (its lease unsure, lost to another worker, or
+another worker's job still on it: store.jobs.leases).
 """
 
 from __future__ import annotations
@@ -72,10 +74,12 @@ class DevicePool:
             return [d.name for d in self._devices if d.quarantined_until is not None]
 
     @contextlib.contextmanager
-    def lease(self) -> Iterator[tuple[str, Handler]]:
-        """The first free healthy device, held until the block ends; JobCancelled if the
-        worker stops while the job waits."""
-        device = self._take()
+    def lease(
+        self, usable: Callable[[str], bool] = lambda _name: True
+    ) -> Iterator[tuple[str, Handler]]:
+        """The first free healthy device that is `usable`, held until the block ends;
+        JobCancelled if the worker stops while the job waits (or `usable` raises it)."""
+        device = self._take(usable)
         try:
             yield device.name, _counted(self, device)
         finally:
@@ -83,20 +87,21 @@ class DevicePool:
                 device.busy = False
                 self._changed.notify_all()
 
-    def _take(self) -> _Device:
+    def _take(self, usable: Callable[[str], bool]) -> _Device:
         with self._changed:
             while True:
                 if self.stop.is_set():
                     raise JobCancelled("the worker is stopping")
                 self._restore_due()
                 for device in self._devices:
-                    if not device.busy and device.quarantined_until is None:
+                    if not device.busy and device.quarantined_until is None and usable(device.name):
                         device.busy = True
                         return device
                 self._changed.wait(self._next_wake())
 
     def _next_wake(self) -> float:
-        """Until the next quarantine ends, a release wakes it, or a stop (checked often)."""
+        """Until the next quarantine ends, a release wakes it, or a stop or a device becoming
+        usable (each checked often)."""
         ends = [d.quarantined_until for d in self._devices if d.quarantined_until is not None]
         left = min(ends) - self._clock() if ends else 0.5
         return max(0.01, min(left, 0.5))

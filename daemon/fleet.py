@@ -9,7 +9,9 @@ coordinator's recovery (after the heartbeat timeout) and its kernel processes di
 (their lifeline). Workers never migrate the database; the coordinator does. A job names its
 task's revision, which the worker rebuilds on its own disk from the log's blobs, as the daemon
 does: nothing of the coordinator's host (the kernel directory, its state directory) needs to be
-reachable from a worker's.
+reachable from a worker's. A database restart is waited out (for ACCELOPT_DAEMON_STORE_PATIENCE_S,
+as the daemon does) and the device leases are taken again; a worker whose every device another
+worker took meanwhile stops with exit status 8 (store.jobs.leases).
 
 The `sleep` backend runs no kernel: each job sleeps for its payload's `ms`. It exists for
 `accelopt bench fleet`, which measures the queue and the workers without kernels in the way.
@@ -44,7 +46,7 @@ from nkibench.policy.provenance import package_version
 from nkibench.task.spec import TaskSpec
 from store.engine import normalize_url, sqlite_path
 from store.jobs.base import Handler, Job, JobCancelled
-from store.jobs.fleet import FleetJobQueue, queue_name
+from store.jobs.fleet import DevicesLost, FleetJobQueue, queue_name
 from store.recorder import Recorder
 from store.sql import SqlEventStore
 
@@ -106,6 +108,7 @@ def _serve(settings: Settings, store: SqlEventStore, options: WorkerOptions) -> 
         store.engine,
         queues=[queue_name(options.backend, target)],
         stalled_s=settings.fleet_stalled_s,
+        patience_s=settings.daemon_store_patience_s,
     )
     recorder = Recorder(store, correlation_id=f"worker:{options.host}:{os.getpid()}")
     pool = DevicePool(
@@ -141,9 +144,12 @@ def _serve(settings: Settings, store: SqlEventStore, options: WorkerOptions) -> 
         Notifier().ready(f"serving {len(names)} devices")
         log.info("ready", devices=names, queue=queue_name(options.backend, target))
 
+    lost: DevicesLost | None = None
     with stop_on_signals(stopping):
         try:
             queue.serve_devices(names, pool.lease, stop=stop, ready=ready)
+        except DevicesLost as e:  # it served until then: its stop is recorded like any other
+            lost, reason = e, str(e)
         finally:
             queue.close()
     recorder.record(
@@ -152,6 +158,8 @@ def _serve(settings: Settings, store: SqlEventStore, options: WorkerOptions) -> 
         key=f"stopped|{options.host}|{os.getpid()}|{time.time_ns()}",
     )
     log.info("stopped", reason=reason)
+    if lost is not None:
+        raise lost
     return 0
 
 

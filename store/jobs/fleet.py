@@ -19,7 +19,10 @@ ACCELOPT_FLEET_STALLED_S=30.
 
 A device serves one job at a time across the whole fleet: a worker holds a PostgreSQL session
 advisory lock per device it serves (its name, `<host>/<device>`), for as long as it serves, and
-refuses to start on a device another session holds.
+refuses to start on a device another session holds. A database restart ends that session: the
+leases are checked at the heartbeat's interval and before each job, and taken again on a new
+session (store.jobs.leases); the worker's procrastinate calls wait the restart out
+(store.jobs.patient).
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -41,18 +43,21 @@ import sqlalchemy as sa
 import structlog
 from procrastinate import sql as procrastinate_sql
 from procrastinate.exceptions import AlreadyEnqueued, ConnectorException
+from procrastinate.job_context import JobContext
 from procrastinate.jobs import Job as ProcrastinateJob
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
 from sqlalchemy.engine import Connection, Engine
 
-from events.errors import AccelOptError
 from store.errors import StoreError
 from store.jobs.base import Handler, Job, JobCancelled
+from store.jobs.leases import UNSURE_RETRY_S, DeviceLeases, DevicesLost, DeviceTaken, lease_space
+from store.jobs.patient import PatientJobManager
 from store.jobs.sql import SqlJobQueue, job_from_row
 from store.schema import jobs
 
 __all__ = [
     "DeviceTaken",
+    "DevicesLost",
     "FleetJobQueue",
     "FleetRetry",
     "JobListing",
@@ -72,14 +77,13 @@ ORPHAN_GRACE_S = 30.0
 last changed (a coordinator that died between the row and the defer; a job whose retries ran
 out)."""
 
-Lease = Callable[[], contextlib.AbstractContextManager[tuple[str, Handler]]]
-"""Waits for a free device and holds it: (its worker name, the handler that runs on it)."""
-
-
-class DeviceTaken(AccelOptError):
-    """Another worker session serves one of the devices asked for."""
-
-    exit_code: ClassVar[int] = 8
+Usable = Callable[[str], bool]
+"""May a job start on this device now (its lease held, no other worker's job on it)? It raises
+JobCancelled once no device ever will."""
+Lease = Callable[[Usable], contextlib.AbstractContextManager[tuple[str, Handler]]]
+"""Waits for a free device that is usable and holds it: (its worker name, the handler that runs
+on it). A device that is not usable waits, as a busy one does, and is asked again at least
+every half second."""
 
 
 def recover_every(stalled_s: float) -> float:
@@ -123,17 +127,6 @@ def libpq_url(engine: Engine) -> str:
     return engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def _key(text: str) -> int:
-    return zlib.crc32(text.encode()) & 0x7FFFFFFF
-
-
-def _lease_space(connection: Connection) -> int:
-    """The first key of this schema's device leases (the second is the device's): one
-    database's leases, counted apart from those of other schemas on the same server."""
-    schema = connection.exec_driver_sql("SELECT current_schema()").scalar_one()
-    return _key(f"accelopt-devices:{schema}")
-
-
 def _priority(priority: float) -> int:
     """procrastinate's integer priority: ours to a thousandth, clamped to int4."""
     return max(-(2**31), min(2**31 - 1, round(priority * 1000)))
@@ -152,6 +145,8 @@ class FleetJobQueue(SqlJobQueue):
         *,
         queues: Sequence[str] = (),
         stalled_s: float = 30.0,
+        lease_check_s: float | None = None,
+        patience_s: float = 300.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         super().__init__(engine, clock=clock)
@@ -161,6 +156,10 @@ class FleetJobQueue(SqlJobQueue):
         """What `serve` takes (empty: every queue)."""
         self.stalled_s = stalled_s
         """A worker silent this long is dead (`recover`); a worker here beats every third."""
+        self.lease_check_s = lease_check_s if lease_check_s is not None else stalled_s / 3
+        """How often a worker here checks its device leases: at its heartbeat's interval."""
+        self.patience_s = patience_s
+        """How long a worker here waits out a database that is away before it stops."""
         self._conninfo = libpq_url(engine)
         self._app: procrastinate.App | None = None
 
@@ -212,7 +211,10 @@ class FleetJobQueue(SqlJobQueue):
         """One device (`worker`), as a fleet worker of one."""
 
         @contextlib.contextmanager
-        def lease() -> Iterator[tuple[str, Handler]]:
+        def lease(usable: Usable) -> Iterator[tuple[str, Handler]]:
+            while not usable(worker):
+                if stop.wait(0.1):
+                    raise JobCancelled(f"{worker} is stopping")
             yield worker, handler
 
         self.serve_devices([worker], lease, stop=stop)
@@ -228,15 +230,26 @@ class FleetJobQueue(SqlJobQueue):
         """Serve `devices` (worker names, fleet-unique) until `stop` is set: a procrastinate
         worker of `len(devices)` slots on `self.queues`, each job run on the device `lease`
         hands it; `ready` is called once the devices are leased. Raises DeviceTaken, serving
-        nothing, if another session holds a device."""
-        with self._device_leases(devices):
+        nothing, if another session holds a device, and DevicesLost (once its running jobs
+        ended) if other workers took every device while this one's lease session was gone."""
+        leases = DeviceLeases(self.engine, devices, stalled_s=self.stalled_s)
+        with self._translated("lease the devices"):
+            leases.take()
+        try:
             ready()
             executor = ThreadPoolExecutor(len(devices), thread_name_prefix="job")
             try:
                 with self._translated("serve the devices"):
-                    asyncio.run(self._serve(devices, lease, stop, executor))
+                    asyncio.run(self._serve(devices, lease, stop, executor, leases))
             finally:
                 executor.shutdown(wait=True)
+        finally:
+            leases.release()
+        if not leases.serving():
+            raise DevicesLost(
+                f"other workers took every device of this one ({', '.join(leases.lost())}) "
+                "while its database session was gone"
+            )
 
     async def _serve(
         self,
@@ -244,16 +257,19 @@ class FleetJobQueue(SqlJobQueue):
         lease: Lease,
         stop: threading.Event,
         executor: ThreadPoolExecutor,
+        leases: DeviceLeases,
     ) -> None:
         loop = asyncio.get_running_loop()
         connector = procrastinate.PsycopgConnector(
             conninfo=self._conninfo, min_size=1, max_size=len(devices) + 2
         )
         app = procrastinate.App(connector=connector)
+        app.job_manager = PatientJobManager(app.job_manager, patience_s=self.patience_s)
 
-        @app.task(name=TASK_NAME, retry=FleetRetry())
-        async def run_job(job_id: str) -> None:
-            await loop.run_in_executor(executor, self._run_one, job_id, lease)
+        @app.task(name=TASK_NAME, retry=FleetRetry(), pass_context=True)
+        async def run_job(context: JobContext, job_id: str) -> None:
+            leases.carried_by(context.job.worker_id)
+            await loop.run_in_executor(executor, self._run_one, job_id, lease, leases)
 
         async with app.open_async():
             worker = asyncio.create_task(
@@ -267,54 +283,63 @@ class FleetJobQueue(SqlJobQueue):
                     delete_jobs="never",
                 )
             )
-            while not stop.is_set() and not worker.done():
+            checking: asyncio.Future[None] | None = None
+            checked = loop.time()
+            while not stop.is_set() and not worker.done() and leases.serving():
+                if checking is not None and checking.done():
+                    checking.result()
+                    checking, checked = None, loop.time()
+                # Unsure leases (the server away, or just back) are looked at again soon: after
+                # a restart the old holder should take them again before a newcomer does.
+                due = self.lease_check_s if leases.settled() else UNSURE_RETRY_S
+                if checking is None and loop.time() >= checked + min(due, self.lease_check_s):
+                    checking = loop.run_in_executor(None, leases.check)
                 await asyncio.sleep(0.1)
-            if worker.done():  # on its own: a side task (heartbeat, listener) failed
+            if worker.done():  # on its own: the database stayed away past the patience
                 worker.result()
                 raise StoreError(
                     f"{self.describe()}: the job queue's worker stopped (the database went away?)"
                 )
-            worker.cancel()  # procrastinate's graceful stop: running jobs finish first
+            # procrastinate's graceful stop: running jobs finish first, and jobs waiting for a
+            # device go back to the queue (DeviceLeases.usable, once every device is lost)
+            worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
+            if checking is not None:
+                await checking
 
-    def _run_one(self, job_id: str, lease: Lease) -> None:
-        """A fetched job on a free device: claimed, run, its result kept (or put back)."""
-        with lease() as (worker, handler):
-            with self._write(f"claim job {job_id!r} on {worker!r}") as connection:
-                job = self._mark_running(connection, job_id, worker, jobs.c.state != "done")
-            if job is None:
-                return  # done already (a retry of a job whose result was kept), or pruned
-            try:
-                result = handler(job)
-            except BaseException:
-                self._release(job_id, worker)
-                raise
-            self._complete(job_id, worker, result)
-
-    @contextlib.contextmanager
-    def _device_leases(self, devices: Sequence[str]) -> Iterator[None]:
-        """Session advisory locks on `devices`, on a connection of their own, held until exit
-        (or until this process dies: the server ends the session and frees them)."""
-        with self._translated("lease the devices"), self.engine.connect() as session:
-            space = _lease_space(session)
-            for device in devices:
-                taken = session.execute(
-                    sa.text("SELECT pg_try_advisory_lock(:space, :key)"),
-                    {"space": space, "key": _key(device)},
-                ).scalar_one()
-                session.commit()
-                if not taken:
-                    raise DeviceTaken(
-                        f"device {device} is served by another worker on this database "
-                        "(a device runs one job at a time, fleet-wide)"
+    def _run_one(self, job_id: str, lease: Lease, leases: DeviceLeases) -> None:
+        """A fetched job on a free device whose lease is held: claimed, run, its result kept
+        (or put back)."""
+        for _attempt in range(2):
+            with lease(leases.usable) as (worker, handler):
+                with self._write(f"claim job {job_id!r} on {worker!r}") as connection:
+                    held = leases.verify(connection, worker)
+                    job = (
+                        self._mark_running(connection, job_id, worker, jobs.c.state != "done")
+                        if held
+                        else None
                     )
-            try:
-                yield
-            finally:
-                with contextlib.suppress(sa.exc.DBAPIError):
-                    session.exec_driver_sql("SELECT pg_advisory_unlock_all()")
-                    session.commit()
+                if held:
+                    if job is not None:  # else done already (a retry whose result was kept)
+                        self._run_claimed(job, worker, handler)
+                    return
+            # The device's lease lapsed under it (its session ended): checked now, not at the
+            # next heartbeat; then a device again (this one, if it was taken again).
+            log.warning("a job found its device's lease lapsed", job=job_id, device=worker)
+            leases.check()
+        raise StoreError(
+            f"{self.describe()}: job {job_id!r} found its device's lease lapsed twice in a row "
+            "(the database keeps ending this worker's sessions?)"
+        )
+
+    def _run_claimed(self, job: Job, worker: str, handler: Handler) -> None:
+        try:
+            result = handler(job)
+        except BaseException:
+            self._release(job.job_id, worker)
+            raise
+        self._complete(job.job_id, worker, result)
 
     def leased_devices(self) -> int:
         """How many devices the fleet's live workers serve now (their leases)."""
@@ -322,9 +347,10 @@ class FleetJobQueue(SqlJobQueue):
             count = connection.execute(
                 sa.text(
                     "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
-                    "AND classid = :space AND objsubid = 2"
+                    "AND classid = :space AND objsubid = 2 AND database = (SELECT oid FROM "
+                    "pg_database WHERE datname = current_database())"
                 ),
-                {"space": _lease_space(connection)},
+                {"space": lease_space(connection)},
             ).scalar_one()
         return int(count)
 

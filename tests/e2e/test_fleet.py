@@ -1,12 +1,15 @@
 """Many hosts on one real PostgreSQL server, every part a real process: `accelopt worker`s as
 "hosts" (distinct host names, nkisim devices), a coordinating `accelopt daemon` without devices
-of its own, the scripted LLM server."""
+of its own, the scripted LLM server. And the server restarted under two workers of the `sleep`
+backend, this test their coordinator: they keep their devices and serve on."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import signal
+import subprocess
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from events.catalog import (
     LLMCallCompleted,
@@ -24,9 +28,15 @@ from events.catalog import (
     WorkerStopped,
 )
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
+from store.engine import make_engine
+from store.jobs.fleet import FleetJobQueue
+from store.jobs.leases import lease_key, lease_space
+from store.recorder import Recorder
+from store.sql import SqlEventStore
 from tests.support import agent_script
-from tests.support.daemon_process import DaemonProcess, WorkerProcess, wait_until
+from tests.support.daemon_process import PROGRAM, DaemonProcess, WorkerProcess, wait_until
 from tests.support.llm_server import running_llm
+from tests.support.postgres import PostgresServer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -45,7 +55,7 @@ def overlapping_runs(listed: list[dict[str, Any]]) -> list[tuple[str, str, str]]
     """Pairs of jobs that ran on one device at the same time, by their recorded times."""
     spans: dict[str, list[tuple[datetime, datetime, str]]] = defaultdict(list)
     for job in listed:
-        start, end = (datetime.fromisoformat(job[k]) for k in ("started_at", "finished_at"))
+        start, end = (_moment(job[k]) for k in ("started_at", "finished_at"))
         spans[job["worker"]].append((start, end, job["job_id"]))
     overlaps = []
     for device, runs in spans.items():
@@ -54,6 +64,10 @@ def overlapping_runs(listed: list[dict[str, Any]]) -> list[tuple[str, str, str]]
             if start < end:
                 overlaps.append((device, first, second))
     return overlaps
+
+
+def _moment(value: str | datetime) -> datetime:
+    return value if isinstance(value, datetime) else datetime.fromisoformat(value)
 
 
 def test_three_hosts_serve_thirty_tasks_each_job_once_each_device_one_job_at_a_time(
@@ -185,3 +199,162 @@ def test_a_worker_killed_in_the_middle_of_a_job_leaves_it_to_another(
     (done,) = jobs(coordinator)
     assert (done["status"], done["worker"], done["runs"]) == ("done", "h2/0", 2)
     assert recovered_s < 60
+
+
+def _restart_postgresql() -> None:
+    """pg_ctlcluster restart: every session ends (the caller has the server alone)."""
+    version = subprocess.run(
+        ["ls", "/etc/postgresql"], capture_output=True, text=True, check=True
+    ).stdout.split()[0]
+    subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"],
+        check=True,
+        capture_output=True,
+    )
+    wait_until(
+        lambda: (
+            subprocess.run(["pg_isready", "-q", "-h", "127.0.0.1"], check=False).returncode == 0
+        ),
+        60,
+        "PostgreSQL to accept connections again",
+    )
+
+
+def _sleep_jobs(queue: FleetJobQueue, prefix: str, count: int, ms: float) -> list[str]:
+    ids = [f"{prefix}-{n:02d}" for n in range(count)]
+    for job_id in ids:
+        queue.submit(
+            job_id,
+            task="sleep",
+            kind="sleep",
+            payload={"backend": "sleep", "target": "any", "ms": ms},
+            priority=0.0,
+        )
+    return ids
+
+
+def test_a_postgresql_restart_under_two_workers_keeps_their_devices_one_job_each(
+    tmp_path: Path, fresh_pg_url: Callable[[], str], postgres_server: PostgresServer
+) -> None:
+    """(Once the restart dropped every device lease silently, a second worker started on a
+    device still served, and two jobs ran on it at once.) Jobs run through the restart; after
+    it each worker holds its devices again, a third worker on one of them is refused, and jobs
+    submitted afterwards are done by both; no device ever ran two jobs at once."""
+    url = fresh_pg_url()
+    fleet = {"ACCELOPT_FLEET_STALLED_S": "3"}  # heartbeats and lease checks every second
+    hosts = ("h1", "h2")
+    workers = [
+        WorkerProcess(tmp_path / host, url, "--backend", "sleep", "--devices", "2",
+                      "--host", host, env=fleet)
+        for host in hosts
+    ]  # fmt: skip
+    engine = make_engine(url)
+    coordinator = FleetJobQueue(engine)
+    try:
+        for worker in workers:
+            worker.start()
+        assert coordinator.leased_devices() == 4
+        with postgres_server.alone():  # first: the jobs must not end while other tests do
+            before = _sleep_jobs(coordinator, "before", 12, 1500)  # 4.5 s for 4 devices
+            wait_until(lambda: coordinator.counts()["running"] == 4, 30, "every device busy")
+            _restart_postgresql()  # in the middle of 3 rounds of jobs
+        wait_until(lambda: coordinator.leased_devices() == 4, 30, "the leases taken again")
+        third = WorkerProcess(tmp_path / "h1-again", url, "--backend", "sleep", "--devices",
+                              "1", "--host", "h1", env=fleet)  # fmt: skip
+        refused = subprocess.run(
+            [*PROGRAM, "worker", *third.args],
+            env=third.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert refused.returncode == 8, refused.stderr
+        assert "device h1/0 is served by another worker" in refused.stderr
+        after = _sleep_jobs(coordinator, "after", 24, 200)
+        for job_id in [*before, *after]:
+            assert coordinator.result(job_id, 60) is not None, job_id
+        assert all(worker.alive() for worker in workers)
+        listed: list[dict[str, Any]] = [
+            {"job_id": item.job.job_id, "worker": item.job.worker,
+             "started_at": item.job.started_at, "finished_at": item.job.finished_at}
+            for item in coordinator.listing()
+        ]  # fmt: skip
+    finally:
+        stopped = [worker.stop() for worker in workers]
+        coordinator.close()
+        engine.dispose()
+    assert stopped == [0, 0]
+    assert len(listed) == 36
+    assert overlapping_runs(listed) == []
+    served_after = {job["worker"].split("/")[0] for job in listed if job["job_id"] in after}
+    assert served_after == set(hosts)  # both kept serving
+    for worker in workers:
+        text = worker.log_text()
+        assert '"event": "device leases unsure' in text  # the restart ended their sessions
+        assert '"event": "device leases taken again' in text
+        assert '"event": "device lost' not in text
+        assert '"event": "device occupied' not in text  # its own jobs were never another's
+
+
+def test_a_worker_whose_device_another_took_while_its_session_was_gone_says_so_and_stops(
+    tmp_path: Path, fresh_pg_url: Callable[[], str]
+) -> None:
+    """Its lease session ends (as in a restart, to it alone); another session, already waiting
+    for the device, gets it first. The worker's next check finds the device taken: it says so,
+    and with no device left it stops with exit 8 and a `WorkerStopped` saying why."""
+    url = fresh_pg_url()
+    worker = WorkerProcess(tmp_path / "h1", url, "--backend", "sleep", "--devices", "1",
+                           "--host", "h1", env={"ACCELOPT_FLEET_STALLED_S": "3"})  # fmt: skip
+    engine = make_engine(url)
+    newcomer = engine.connect()
+    try:
+        worker.start()
+        newcomer.exec_driver_sql("SELECT set_config('application_name', 'the newcomer', false)")
+        key = {"space": lease_space(newcomer), "key": lease_key("h1/0")}
+        newcomer.commit()
+        waiting = threading.Thread(
+            target=newcomer.execute,
+            args=(sa.text("SELECT pg_advisory_lock(:space, :key)"), key),
+        )
+        waiting.start()
+        with engine.connect() as admin:
+            wait_until(
+                lambda: admin.execute(
+                    sa.text(
+                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                        "AND NOT granted AND classid = :space AND objid = :key"
+                    ),
+                    key,
+                ).scalar_one(),
+                30,
+                "the newcomer to wait for the device",
+            )
+            ended = admin.execute(
+                sa.text(
+                    "SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity "
+                    "WHERE application_name LIKE :name"
+                ),
+                {"name": f"accelopt worker pid {worker.pid} on %"},
+            ).scalar_one()
+        assert ended == 1  # its lease session, and no other of its connections
+        waiting.join(30)
+        assert not waiting.is_alive()  # the newcomer holds h1/0
+        assert worker.process is not None
+        assert worker.process.wait(30) == 8
+    finally:
+        if worker.alive():
+            worker.stop()
+        newcomer.close()
+        engine.dispose()
+    log = worker.log_text()
+    assert '"event": "device lost' in log
+    assert '"holder": "the newcomer"' in log
+    store = SqlEventStore.open(url)
+    try:
+        stopped = list(Recorder(store).of_type("worker:h1", WorkerStopped))
+    finally:
+        store.close()
+    assert [s.reason for s in stopped] == [
+        "other workers took every device of this one (h1/0) while its database session was gone"
+    ]

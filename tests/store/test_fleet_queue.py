@@ -1,23 +1,29 @@
 """The fleet's queue on a real PostgreSQL server: procrastinate carries each job of the jobs
 table to a worker of its backend and target, a device runs one job at a time fleet-wide, a
 failed run is retried, a drained job goes to another worker, and a job that lost its
-procrastinate job is queued again by `recover`."""
+procrastinate job is queued again by `recover`. The device leases outlive their session:
+ended (pg_terminate_backend, as a server restart ends it), a lease is taken again at the next
+check or job; taken by another worker meanwhile, the device is served no more, and said so; a
+device taken over in the middle of a job takes no job of its new holder until that one ends."""
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from structlog.testing import capture_logs
 
 from store.engine import make_engine
 from store.jobs.base import Handler, Job, JobCancelled
-from store.jobs.fleet import DeviceTaken, FleetJobQueue, queue_name
+from store.jobs.fleet import DevicesLost, DeviceTaken, FleetJobQueue, queue_name
+from store.jobs.leases import lease_key, lease_space
 from store.jobs.sql import SqlJobQueue
 
 pytestmark = pytest.mark.postgres
@@ -57,21 +63,32 @@ def submit(queue: SqlJobQueue, job_id: str, *, target: str = "trn2", priority: f
 
 
 class Serving:
-    """`serve_devices` on a thread of its own; leaving the block stops and joins it."""
+    """`serve_devices` on a thread of its own: entering the block waits until it serves (its
+    leases taken), leaving it stops and joins it, and fails if it ended by an error other than
+    `ends_by`."""
 
     def __init__(
-        self, queue: FleetJobQueue, devices: list[str], handler: Handler, *, slots: int = 0
+        self,
+        queue: FleetJobQueue,
+        devices: list[str],
+        handler: Handler,
+        *,
+        ends_by: type[BaseException] | None = None,
     ) -> None:
         self.stop = threading.Event()
+        self.ready = threading.Event()
+        self.ends_by = ends_by
         self.error: BaseException | None = None
         free = list(devices)
         taken = threading.Condition()
 
         @contextlib.contextmanager
-        def lease() -> Iterator[tuple[str, Handler]]:
-            with taken:
-                taken.wait_for(lambda: bool(free))
-                device = free.pop(0)
+        def lease(usable: Callable[[str], bool]) -> Iterator[tuple[str, Handler]]:
+            with taken:  # the first free usable device, asked again as the pool does
+                while not (ready := [d for d in free if usable(d)]):
+                    taken.wait(0.1)
+                device = ready[0]
+                free.remove(device)
             try:
                 yield device, handler
             finally:
@@ -83,18 +100,25 @@ class Serving:
 
     def _serve(self, queue: FleetJobQueue, devices: list[str], lease: Any) -> None:
         try:
-            queue.serve_devices(devices, lease, stop=self.stop)
+            queue.serve_devices(devices, lease, stop=self.stop, ready=self.ready.set)
         except BaseException as e:
             self.error = e
 
     def __enter__(self) -> Serving:
         self.thread.start()
+        deadline = time.monotonic() + WAIT_S
+        while not self.ready.wait(0.05) and self.thread.is_alive():
+            assert time.monotonic() < deadline, "serve_devices never leased its devices"
+        assert self.ready.is_set(), f"serve_devices ended before it served: {self.error!r}"
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         self.stop.set()
         self.thread.join(WAIT_S)
         assert not self.thread.is_alive(), "serve_devices did not end after stop"
+        if kind is None and self.error is not None:
+            assert self.ends_by is not None, f"serve_devices failed: {self.error!r}"
+            assert isinstance(self.error, self.ends_by), f"serve_devices failed: {self.error!r}"
 
 
 def echo(job: Job) -> dict[str, Any]:
@@ -192,7 +216,7 @@ def test_a_device_served_elsewhere_is_refused(
     assert first.leased_devices() == 0  # stopping gave the lease back
 
 
-def _never() -> Any:
+def _never(_usable: Any) -> Any:
     raise AssertionError("a refused worker leases no device")
 
 
@@ -257,3 +281,210 @@ def test_recover_queues_a_job_that_lost_its_procrastinate_job(
     assert recovering.recover() == 0  # queued now
     with Serving(queues(queues=[QUEUE]), ["h/0"], echo):
         assert recovering.result("orphan", WAIT_S) is not None
+
+
+# --- device leases across a lost session ----------------------------------------------------
+
+NEVER_S = 1000.0
+"""A lease check interval no test lives to see: the leases are checked only before a job."""
+
+
+def wait_for(condition: Callable[[], Any], what: str) -> Any:
+    deadline = time.monotonic() + WAIT_S
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+    return value
+
+
+def lease_holders(engine: sa.Engine) -> set[int]:
+    """The backends holding device leases of this database."""
+    with engine.connect() as connection:
+        pids = connection.execute(
+            sa.text(
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                "AND classid = :space AND objsubid = 2 AND database = (SELECT oid FROM "
+                "pg_database WHERE datname = current_database())"
+            ),
+            {"space": lease_space(connection)},
+        ).scalars()
+        return set(pids)
+
+
+def end_session(engine: sa.Engine, pid: int) -> None:
+    """What a server restart does to a lease session, to it alone; returns once it is gone."""
+    with engine.connect() as connection:
+        ended = connection.execute(
+            sa.text("SELECT pg_terminate_backend(:pid, 10000)"), {"pid": pid}
+        ).scalar_one()
+    assert ended, f"backend {pid} did not end"
+
+
+def events(logs: Sequence[MutableMapping[str, Any]], text: str) -> list[MutableMapping[str, Any]]:
+    return [entry for entry in logs if entry["event"].startswith(text)]
+
+
+def test_a_lease_whose_session_ended_is_taken_again_at_the_next_check(
+    queues: Callable[..., FleetJobQueue], engine: sa.Engine
+) -> None:
+    coordinator = queues()
+    worker = queues(queues=[QUEUE], lease_check_s=0.2)
+    with capture_logs() as logs, Serving(worker, ["h/0"], echo):
+        (first,) = lease_holders(engine)
+        end_session(engine, first)
+        (again,) = wait_for(lambda: lease_holders(engine), "the lease taken again")
+        assert again != first  # by a new session: the ended one is never used again
+        with pytest.raises(DeviceTaken, match="device h/0 is served by another worker"):
+            queues(queues=[QUEUE]).serve_devices(["h/0"], _never, stop=threading.Event())
+        submit(coordinator, "a")
+        done = coordinator.result("a", WAIT_S)
+    assert done is not None
+    assert done.worker == "h/0"
+    (unsure,) = events(logs, "device leases unsure")
+    assert unsure["devices"] == ["h/0"]
+    (taken,) = events(logs, "device leases taken again")
+    assert (taken["devices"], taken["lost"]) == (["h/0"], [])
+
+
+def test_a_job_checks_its_devices_lease_before_it_starts_and_takes_it_again(
+    queues: Callable[..., FleetJobQueue], engine: sa.Engine
+) -> None:
+    """No periodic check comes in time here: the job's own check takes the lease again."""
+    coordinator = queues()
+    with (
+        capture_logs() as logs,
+        Serving(queues(queues=[QUEUE], lease_check_s=NEVER_S), ["h/0"], echo),
+    ):
+        (first,) = lease_holders(engine)
+        end_session(engine, first)
+        assert lease_holders(engine) == set()  # nobody holds it until a job asks
+        submit(coordinator, "a")
+        done = coordinator.result("a", WAIT_S)
+        (again,) = lease_holders(engine)
+    assert done is not None
+    assert done.worker == "h/0"
+    assert again != first
+    (lapsed,) = events(logs, "a job found its device's lease lapsed")
+    assert (lapsed["job"], lapsed["device"]) == ("a", "h/0")
+    assert events(logs, "device leases taken again")
+
+
+def test_a_device_another_worker_took_meanwhile_is_served_no_more_and_said_so(
+    queues: Callable[..., FleetJobQueue], engine: sa.Engine
+) -> None:
+    coordinator = queues()
+    worker = queues(queues=[QUEUE], lease_check_s=0.2)
+    other = engine.connect()  # another worker's lease session, waiting for h/0
+    try:
+        with capture_logs() as logs, Serving(worker, ["h/0", "h/1"], echo) as serving:
+            (first,) = lease_holders(engine)  # one session, both devices
+            other.exec_driver_sql(
+                "SELECT set_config('application_name', 'the other worker', false)"
+            )
+            space = lease_space(other)
+            other.commit()
+            waiting = threading.Thread(
+                target=other.execute,
+                args=(sa.text("SELECT pg_advisory_lock(:space, :key)"),),
+                kwargs={"parameters": {"space": space, "key": lease_key("h/0")}},
+            )
+            waiting.start()
+            wait_for(lambda: _waiting_for_a_lease(engine), "the other session to wait for h/0")
+            # The waiting session is granted h/0 as the first session ends, before this worker
+            # can take it again on a new one: the other worker took it meanwhile.
+            end_session(engine, first)
+            waiting.join(WAIT_S)
+            assert not waiting.is_alive()
+            wait_for(lambda: events(logs, "device lost"), "the worker to say it lost h/0")
+            for n in range(6):
+                submit(coordinator, f"j{n}")
+            ran = {coordinator.result(f"j{n}", WAIT_S).worker for n in range(6)}  # type: ignore[union-attr]
+            assert serving.thread.is_alive()  # it serves the device it kept
+            other.exec_driver_sql("SELECT pg_advisory_unlock_all()")
+            other.commit()
+            time.sleep(1.0)  # five checks: a lost device stays lost, even once free again
+            assert len(lease_holders(engine)) == 1
+    finally:
+        other.close()
+    assert ran == {"h/1"}
+    (lost,) = events(logs, "device lost")
+    assert (lost["device"], lost["holder"]) == ("h/0", "the other worker")
+    (taken,) = events(logs, "device leases taken again")
+    assert (taken["devices"], taken["lost"]) == (["h/1"], ["h/0"])
+
+
+def _waiting_for_a_lease(engine: sa.Engine) -> bool:
+    with engine.connect() as connection:
+        waiting = connection.execute(
+            sa.text(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+                "AND classid = :space AND objid = :key AND objsubid = 2"
+            ),
+            {"space": lease_space(connection), "key": lease_key("h/0")},
+        ).scalar_one()
+    return bool(waiting)
+
+
+class Recording:
+    """A device's handler that records its jobs and holds the ones named until released."""
+
+    def __init__(self, *held: str) -> None:
+        self.ran: list[str] = []
+        self.entered = {job_id: threading.Event() for job_id in held}
+        self.release = {job_id: threading.Event() for job_id in held}
+
+    def __call__(self, job: Job) -> dict[str, Any]:
+        self.ran.append(job.job_id)
+        if job.job_id in self.entered:
+            self.entered[job.job_id].set()
+            assert self.release[job.job_id].wait(WAIT_S)
+        return echo(job)
+
+
+def test_a_device_taken_over_in_the_middle_of_a_job_runs_no_other_job_until_it_ends(
+    queues: Callable[..., FleetJobQueue], engine: sa.Engine
+) -> None:
+    """The first worker's session ends while its job runs; a second worker takes the device.
+    It starts nothing there until that job ended, and the first worker, at its next job, finds
+    the device gone and stops."""
+    coordinator = queues()
+    first_device, second_device = Recording("long"), Recording("next")
+    first = Serving(
+        queues(queues=[QUEUE], lease_check_s=NEVER_S), ["h/0"], first_device, ends_by=DevicesLost
+    )
+    second = Serving(queues(queues=[QUEUE], lease_check_s=0.2), ["h/0"], second_device)
+    with capture_logs() as logs, first:
+        submit(coordinator, "long")
+        assert first_device.entered["long"].wait(WAIT_S)
+        (session,) = lease_holders(engine)
+        end_session(engine, session)  # the first worker does not notice: it checks at a job
+        with second:
+            (taken,) = events(logs, "device occupied")  # said as it took the device
+            assert (taken["device"], taken["job"]) == ("h/0", "long")
+            submit(coordinator, "next")  # the second worker's: the first is busy
+            time.sleep(1.0)  # five of its checks
+            waiting = coordinator.get("next")
+            assert waiting is not None
+            assert waiting.state == "pending"  # fetched, but waiting for the device
+            first_device.release["long"].set()
+            assert second_device.entered["next"].wait(WAIT_S)
+            submit(coordinator, "third")  # the first worker's: the second is busy
+            first.thread.join(WAIT_S)
+            assert isinstance(first.error, DevicesLost)  # it found h/0 gone, and stopped
+            second_device.release["next"].set()
+            assert coordinator.result("third", WAIT_S) is not None
+    assert first_device.ran == ["long"]
+    assert second_device.ran == ["next", "third"]
+    (lost,) = events(logs, "device lost")
+    assert lost["device"] == "h/0"
+    assert events(logs, "device free again")
+    rows = sorted((coordinator.get(j) for j in ("long", "next", "third")), key=_started)
+    assert [row.job_id for row in rows] == ["long", "next", "third"]  # type: ignore[union-attr]
+    for before, after in itertools.pairwise(rows):
+        assert before.finished_at <= after.started_at  # type: ignore[union-attr, operator]
+
+
+def _started(job: Job | None) -> datetime:
+    assert job is not None
+    assert job.started_at is not None
+    return job.started_at
