@@ -26,11 +26,12 @@ them, and two jobs ran on one device. So:
   (its procrastinate heartbeat younger than `stalled_s`) still runs on it, by the jobs table;
   while there is one the device is occupied: held, but no job starts on it, looked at again at
   each check (a worker restarted after a crash so waits up to `stalled_s` for the device of
-  the job it left: a worker whose session ended may be alive, and running it). That look and every claim take a transaction lock on the device, so a claim by
-  the old holder either commits before the look (which then sees its job) or finds the lease
-  gone (the new holder took it before the look): never two jobs on one device. A restart
-  frees every lease at once; whichever worker comes first wins a device, and the other stops
-  serving it after its running job ends.
+  the job it left: a worker whose session ended may be alive, and running it). That look and
+  every claim take a transaction lock on the device, so a claim by the old holder either
+  commits before the look (which then sees its job) or finds the lease gone (the new holder
+  took it before the look): never two jobs on one device. A restart frees every lease at
+  once; whichever worker comes first wins a device, and the other stops serving it after its
+  running job ends.
 """
 
 from __future__ import annotations
