@@ -28,7 +28,9 @@ __all__ = ["MAX_LINE", "OutputRecord", "TraceError", "TraceFile", "read_trace", 
 
 FORMAT = 1
 BUFFERS = frozenset({"sbuf", "psum", "hbm", "shared_hbm", "private_hbm"})
-MAX_RANK = 8
+MAX_RANK = 64
+"""NumPy's own limit on an array's dimensions (kernels declare 9-dimensional PSUM tiles: AccelOpt's
+NKIBench lora and gqa_full)."""
 MAX_LINE = 1 << 20
 """Bytes of one record: an instruction with its operands takes a few hundred."""
 

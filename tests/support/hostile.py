@@ -116,6 +116,14 @@ def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
             if record[0] == "i" and record[4] is not None and record[4][0] in outputs:
                 record[4] = None
         (out / TRACE_FILE).write_text("".join(json.dumps(r) + "\n" for r in records))
+    elif hostile == "forge:no_attributes":
+        # well-formed records whose attributes the cost model needs are gone
+        lines = (out / TRACE_FILE).read_text().splitlines()
+        records = [json.loads(line) for line in lines]
+        for record in records:
+            if record[0] == "i":
+                record[6] = {}
+        (out / TRACE_FILE).write_text("".join(json.dumps(r) + "\n" for r in records))
     elif hostile == "forge:claims":
         # everything the kernel's own result could claim about itself
         result["estimate"] = {"latency_ms": 1e-9, "latency_kind": "estimated"}

@@ -108,5 +108,13 @@ def estimate_phase(request: dict[str, Any]) -> dict[str, Any]:
         "capacity": _capacity(trace),
     }
     if request.get("estimate"):
-        result["estimate"] = estimate(trace.instructions, trace.target, trace.lifetimes).to_json()
+        try:
+            found = estimate(trace.instructions, trace.target, trace.lifetimes)
+        except MemoryError:
+            raise
+        except Exception as e:  # the trace is the kernel's data: what breaks the model is its own
+            return _failure(
+                "cheat", f"the kernel's trace cannot be estimated: {type(e).__name__}: {e}"[:500]
+            )
+        result["estimate"] = found.to_json()
     return result
