@@ -27,6 +27,7 @@ __all__ = [
     "REFERENCE_PHASE",
     "REQUIRED_PHASES",
     "Backend",
+    "Check",
     "Inputs",
     "Phase",
     "PhaseOwner",
@@ -68,6 +69,16 @@ class Inputs:
     expected_dir: Path
     work: dict[str, Any] | None = None
     """The work the reference counted for the roofline, when asked (count_work)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """A trusted function ("module:function") and its request, run on a kernel run's outputs
+    (the request names the folder, which the child reads)."""
+
+    entry: str
+    request: dict[str, Any]
+    reads: Path
 
 
 class Session(Protocol):
@@ -153,9 +164,17 @@ class Backend(Protocol):
         """Backend fields of the kernel phase's request."""
         ...
 
-    def verify(self, session: Session, kernel: dict[str, Any], profile: bool) -> None:
-        """Trusted checks of what the kernel phase handed back, in a child that never ran the
-        kernel, once its outputs compare correct (raises PhaseFailure)."""
+    def trusted_check(
+        self, session: Session, kernel: dict[str, Any], profile: bool
+    ) -> Check | None:
+        """What to run on what the kernel handed back in a child that never ran the kernel
+        (None: nothing beyond the comparison). The harness runs it in the comparison's child
+        when that child runs no task code, else in a child of its own (phase `check`)."""
+        ...
+
+    def verify(self, session: Session, found: dict[str, Any] | None, profile: bool) -> None:
+        """Take the trusted check's result (`found`, None without one), once the outputs
+        compare correct (raises PhaseFailure)."""
         ...
 
     def measure(self, session: Session, kernel: dict[str, Any]) -> None:

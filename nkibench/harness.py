@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nkibench.backend import Backend, Inputs, Phase, PhaseOwner
+from nkibench.backend import Backend, Check, Inputs, Phase, PhaseOwner
 from nkibench.dialects import check_target, get_dialect
 from nkibench.errors import BackendUnavailable, ErrorKind, PhaseFailure, recordable
 from nkibench.policy.roofline import Peaks, Work, pct_of_peak, roofline
@@ -38,7 +38,7 @@ from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import RESULT_LIMIT, ChildOutcome, Limits, run_child
 from nkibench.sandbox.results import MalformedResult
 from nkibench.sandbox.static_check import check_source, violation_kind
-from nkibench.task.spec import KERNEL_FILE, REFERENCE_FILE, TASK_FILES, TaskSpec
+from nkibench.task.spec import KERNEL_FILE, REFERENCE_FILE, TASK_FILES, TaskSpec, defined_function
 
 __all__ = ["Inputs", "Session", "check_kernel", "fresh_seeds", "profile_kernel", "run_phase"]
 
@@ -288,6 +288,14 @@ class Session:
             _never_written(seed, seeds[str(seed)].get("never_written", []))
         return kernel
 
+    @property
+    def transforms_outputs(self) -> bool:
+        """Whether the comparison runs task code: the task's transform_nki_outputs, for a
+        dialect that has the hook."""
+        return get_dialect(self.task.dialect).output_transform and (
+            defined_function(self.task.reference_source, (OUTPUT_TRANSFORM,)) is not None
+        )
+
     def verdicts(
         self,
         inputs: Inputs,
@@ -295,10 +303,13 @@ class Session:
         out_dir: Path,
         *,
         seeds: Sequence[int] | None = None,
+        check: Check | None = None,
     ) -> dict[str, Any]:
         """The comparison phase's verdict per seed on the outputs in `out_dir` of a kernel run
         on `inputs` (`ran`: that run's per-seed results, from which only the output count is
-        taken; the comparison checks it against the reference's)."""
+        taken; the comparison checks it against the reference's). A trusted `check` runs in the
+        same child, after the comparison, when that child runs no task code; its result is
+        under the key "check"."""
         chosen = list(seeds or self.seeds)
         request = {
             **self.common,
@@ -308,21 +319,32 @@ class Session:
             "manifest": inputs.manifest,
             "output_counts": {str(s): ran[str(s)]["outputs"] for s in chosen},
             "rel_tol": self.task.rel_tol,
-            "transform": get_dialect(self.task.dialect).output_transform,
+            "transform": self.transforms_outputs,
             "count_unwritten": self.backend.sentinel_outputs,
         }
-        comparison = self.child("compare", request, reads=[inputs.expected_dir, out_dir])
+        reads = [inputs.expected_dir, out_dir]
+        if check is not None and not self.transforms_outputs:
+            request["check"] = {"entry": check.entry, "request": check.request}
+            reads.append(check.reads)
+        comparison = self.child("compare", request, reads=list(dict.fromkeys(reads)))
         if not comparison["ok"]:
             raise PhaseFailure("task", comparison["message"])
         try:
-            return results.check_compare(comparison, chosen)
+            verdicts = results.check_compare(comparison, chosen)
         except MalformedResult as e:
             raise PhaseFailure("task", f"the comparison handed back {e}") from None
+        found = comparison.get("check")
+        if found is not None:
+            verdicts["check"] = found
+        return verdicts
 
-    def compare(self, kernel: dict[str, Any]) -> None:
+    def compare(self, kernel: dict[str, Any], check: Check | None = None) -> dict[str, Any] | None:
+        """Compare the last kernel run's outputs (raises PhaseFailure unless correct on every
+        seed); the trusted check's result when it ran in the comparison's child."""
         assert self.inputs is not None
         assert self.out_dir is not None
-        verdicts = self.verdicts(self.inputs, kernel["seeds"], self.out_dir)
+        verdicts = self.verdicts(self.inputs, kernel["seeds"], self.out_dir, check=check)
+        found: dict[str, Any] | None = verdicts.pop("check", None)
         worst = 0.0
         for seed in self.seeds:
             verdict = verdicts.get(str(seed))
@@ -335,6 +357,7 @@ class Session:
                 self.result.max_rel_l2 = verdict["max_rel_l2"]
                 raise PhaseFailure("incorrect", f"seed {seed}: {verdict['message']}")
         self.result.max_rel_l2 = worst
+        return found
 
 
 def _never_written(seed: int, counts: list[int]) -> None:
@@ -347,6 +370,8 @@ def _never_written(seed: int, counts: list[int]) -> None:
             )
 
 
+OUTPUT_TRANSFORM = "transform_nki_outputs"
+"""AccelOpt's hook in reference.py that the comparison applies to the kernel's outputs."""
 TASK_COPY = "task"
 """The session's copy of the task's files: the children read the task there, never in its own
 folder (which the sandbox does not show them, and which may change while they run)."""
@@ -428,8 +453,11 @@ def _judge(session: Session, profile: bool) -> None:
     try:
         inputs = session.reference(count_work=profile and not task.roofline)
         kernel = session.kernel(inputs, profile=profile)
-        session.compare(kernel)
-        backend.verify(session, kernel, profile)
+        check = backend.trusted_check(session, kernel, profile)
+        found = session.compare(kernel, check)
+        if check is not None and found is None:
+            found = session.child("check", check.request, reads=[check.reads])
+        backend.verify(session, found, profile)
         result.correct = True  # compared, and what the kernel handed back checked
         if profile:
             backend.measure(session, kernel)

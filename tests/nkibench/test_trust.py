@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from nkibench import harness
 from nkibench.backend import Phase, PhaseOwner, Session
 from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.harness import check_kernel, profile_kernel
@@ -29,7 +30,7 @@ OWNERS: dict[str, PhaseOwner] = {
     "reference": "task",
     "kernel": "kernel",
     "compare": "task",
-    "estimate": "backend",
+    "check": "backend",
 }
 KIND_OF = {"task": "task", "kernel": "runtime", "backend": "measurement"}
 """Whose failure a phase's junk is: its owner's (nkibench.harness.DEATH_KIND)."""
@@ -71,6 +72,18 @@ def silu() -> TaskSpec:
 
 
 @pytest.fixture(scope="module")
+def transformed(tmp_path_factory: pytest.TempPathFactory) -> TaskSpec:
+    """silu with AccelOpt's output hook: its comparison runs task code, so the trace is checked
+    in a child of its own."""
+    folder = tmp_path_factory.mktemp("transformed") / "silu"
+    shutil.copytree(SILU, folder)
+    with (folder / "reference.py").open("a") as reference:
+        reference.write("\n\ndef transform_nki_outputs(kernel_result, reference_result):\n")
+        reference.write("    return kernel_result\n")
+    return load_task(folder)
+
+
+@pytest.fixture(scope="module")
 def honest(silu: TaskSpec) -> KernelResult:
     result = profile_kernel(silu, backend=NkisimBackend(), seeds=(0, 1))
     assert result.correct, result.message
@@ -94,9 +107,10 @@ JUNK_CASES = [
 
 @pytest.mark.parametrize(("phase", "form"), JUNK_CASES)
 def test_a_junk_result_is_a_typed_failure_of_the_phase_that_wrote_it(
-    silu: TaskSpec, phase: str, form: str
+    transformed: TaskSpec, phase: str, form: str
 ) -> None:
-    result = check_kernel(silu, backend=HostileBackend(f"junk:{phase}:{form}"), seeds=(0,))
+    backend = HostileBackend(f"junk:{phase}:{form}")
+    result = check_kernel(transformed, backend=backend, seeds=(0,))
     assert not result.correct
     assert result.error_kind == KIND_OF[OWNERS[phase]]
     message = _one_line(result)
@@ -107,6 +121,36 @@ def test_a_junk_result_is_a_typed_failure_of_the_phase_that_wrote_it(
         "not_json": "not JSON",
     }[form]
     assert said in message, message
+
+
+def _phases_run(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The phases of the children started from now on, in order."""
+    started: list[str] = []
+    original = harness.run_child
+
+    def counted(module: str, request: dict[str, Any], **options: Any) -> Any:
+        started.append(request["entry"].rpartition(":")[2])
+        return original(module, request, **options)
+
+    monkeypatch.setattr(harness, "run_child", counted)
+    return started
+
+
+def test_the_trace_is_checked_in_the_comparisons_child_unless_that_runs_task_code(
+    silu: TaskSpec, transformed: TaskSpec, honest: KernelResult, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child fewer per evaluation where the comparison runs only our code; where it runs
+    the task's output hook, the estimate has a child of its own. The same numbers either way."""
+    started = _phases_run(monkeypatch)
+    plain = profile_kernel(silu, backend=NkisimBackend(), seeds=(0, 1))
+    assert started == ["reference_phase", "kernel_phase", "compare_phase"]
+    started.clear()
+    hooked = profile_kernel(transformed, backend=NkisimBackend(), seeds=(0, 1))
+    assert started == ["reference_phase", "kernel_phase", "compare_phase", "estimate_phase"]
+    for result in (plain, hooked):
+        assert result.correct, result.message
+        assert result.latency_ms == honest.latency_ms
+        assert result.instructions == honest.instructions
 
 
 def test_what_a_kernel_claims_about_itself_changes_nothing(

@@ -68,10 +68,10 @@ def compare_phase(request: dict[str, Any]) -> dict[str, Any]:
     return honest(request)
 
 
-def estimate_phase(request: dict[str, Any]) -> dict[str, Any]:
+def check_phase(request: dict[str, Any]) -> dict[str, Any]:
     from nkibench.backends.nkisim.estimate import estimate_phase as honest
 
-    _junk_or(request, "estimate")
+    _junk_or(request, "check")
     return honest(request)
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from nkibench.backend import COMPARE_PHASE, REFERENCE_PHASE, Phase, Session
+from nkibench.backend import COMPARE_PHASE, REFERENCE_PHASE, Check, Phase, Session
 from nkibench.backends.neuron.detect import (
     CURRENT,
     LEGACY,
@@ -46,7 +46,7 @@ from nkibench.backends.neuron.detect import (
     runnable_dialects,
     target_of_instance,
 )
-from nkibench.backends.nkisim.backend import ESTIMATE_PHASE, trusted_trace
+from nkibench.backends.nkisim.backend import CHECK_PHASE, taken, trace_check
 from nkibench.backends.nkisim.backend import KERNEL_PHASE as NKISIM_KERNEL_PHASE
 from nkibench.cost.model import DEPENDENCY_BOUND
 from nkibench.errors import BackendUnavailable, PhaseFailure
@@ -92,12 +92,12 @@ class NeuronBackend:
                 "nkibench.backends.neuron.current:measure_phase", "kernel", True
             ),
             "nkisim": Phase(NKISIM_KERNEL_PHASE.entry, "kernel", True),
-            "estimate": ESTIMATE_PHASE,
+            "check": CHECK_PHASE,
         }
     )
     """`kernel` runs the route of the kernel's dialect; `measure` times a legacy kernel,
     `measure_current` a current one; `nkisim`: nkisim's kernel phase on the same kernel, and
-    `estimate` the cost model on its trace (in a child of its own), for the model's error."""
+    `check` the cost model on its trace (in a child of its own), for the model's error."""
     fresh_inputs = False
     sentinel_outputs = False
 
@@ -260,8 +260,9 @@ class NeuronBackend:
         ran = session.child("nkisim", request, writes=[out], reads=[session.inputs.data_dir])
         if not ran["ok"]:
             return {"error": f"{ran['kind']}: {ran['message']}"}
+        check = trace_check(session, out, ran, estimate=True)
         try:
-            estimate = trusted_trace(session, out, ran, estimate=True)["estimate"]
+            estimate = taken(session.child("check", check.request, reads=[out]))["estimate"]
         except PhaseFailure as e:
             return {"error": f"{e.kind}: {e.message}"}
         return {
@@ -272,8 +273,13 @@ class NeuronBackend:
             "ratio_to_measured": estimate["latency_ms"] / measured_ms,
         }
 
-    def verify(self, session: Session, kernel: dict[str, Any], profile: bool) -> None:
-        return None  # the device ran the kernel: its outputs were compared, its time is measured
+    def trusted_check(
+        self, session: Session, kernel: dict[str, Any], profile: bool
+    ) -> Check | None:
+        return None  # the device ran the kernel: its outputs are compared, its time measured
+
+    def verify(self, session: Session, found: dict[str, Any] | None, profile: bool) -> None:
+        return None
 
     def peaks(self, target: str) -> Peaks | None:
         return PEAKS.get(target)

@@ -5,6 +5,7 @@ against the outputs and estimates it with the cost model (every latency is `esti
 from __future__ import annotations
 
 import platform
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -14,6 +15,7 @@ import numpy as np
 from nkibench.backend import (
     COMPARE_PHASE,
     REFERENCE_PHASE,
+    Check,
     Phase,
     Session,
     refuse_other_dialects,
@@ -27,10 +29,10 @@ from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import Limits
 from nkibench.task.spec import TaskSpec
 
-__all__ = ["ESTIMATE_PHASE", "KERNEL_PHASE", "NkisimBackend", "apply_estimate", "trusted_trace"]
+__all__ = ["CHECK_PHASE", "KERNEL_PHASE", "NkisimBackend", "apply_estimate", "taken", "trace_check"]
 
 KERNEL_PHASE = Phase("nkibench.backends.nkisim.phases:kernel_phase", "kernel")
-ESTIMATE_PHASE = Phase("nkibench.backends.nkisim.estimate:estimate_phase", "backend")
+CHECK_PHASE = Phase("nkibench.backends.nkisim.estimate:estimate_phase", "backend")
 
 
 def apply_estimate(result: KernelResult, estimate: dict[str, Any]) -> None:
@@ -44,19 +46,23 @@ def apply_estimate(result: KernelResult, estimate: dict[str, Any]) -> None:
     result.schedule_seconds = estimate["schedule_seconds"]
 
 
-def trusted_trace(
+def trace_check(
     session: Session, out_dir: Path, kernel: dict[str, Any], *, estimate: bool
-) -> dict[str, Any]:
-    """The estimate phase's reading of the trace a kernel run left in `out_dir` (`kernel`: that
-    run's result): its counts, its capacity, and (`estimate`) the cost model's estimate; a
-    trace that does not cover the outputs, or is not one nkisim writes, fails the kernel."""
+) -> Check:
+    """The estimate phase on the trace a kernel run left in `out_dir` (`kernel`: that run's
+    result): its counts, its capacity and (`estimate`) the cost model's estimate; a trace that
+    does not cover the outputs, or is not one nkisim writes, fails the kernel."""
     request = {
         "out_dir": str(out_dir),
         "target": session.target,
         "outputs": kernel["seeds"][str(session.seeds[0])]["outputs"],
         "estimate": estimate,
     }
-    found = session.child("estimate", request, reads=[out_dir])
+    return Check(CHECK_PHASE.entry, request, out_dir)
+
+
+def taken(found: dict[str, Any]) -> dict[str, Any]:
+    """The trace check's result, or its verdict on the kernel raised."""
     if not found["ok"]:
         raise PhaseFailure(found["kind"], found["message"])
     return found
@@ -72,7 +78,7 @@ class NkisimBackend:
             "reference": REFERENCE_PHASE,
             "kernel": KERNEL_PHASE,
             "compare": COMPARE_PHASE,
-            "estimate": ESTIMATE_PHASE,
+            "check": CHECK_PHASE,
         }
     )
     fresh_inputs = False
@@ -93,9 +99,17 @@ class NkisimBackend:
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
         return {}
 
-    def verify(self, session: Session, kernel: dict[str, Any], profile: bool) -> None:
+    def trusted_check(
+        self, session: Session, kernel: dict[str, Any], profile: bool
+    ) -> Check | None:
         assert session.out_dir is not None
-        found = trusted_trace(session, session.out_dir, kernel, estimate=profile)
+        check = trace_check(session, session.out_dir, kernel, estimate=profile)
+        return replace(check, entry=self.phases["check"].entry)
+
+    def verify(self, session: Session, found: dict[str, Any] | None, profile: bool) -> None:
+        if found is None:
+            raise PhaseFailure("measurement", "the kernel's trace was not checked")
+        found = taken(found)
         result = session.result
         result.instructions = found["instructions"]
         result.engine_counts = found["engine_counts"]
