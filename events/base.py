@@ -16,7 +16,9 @@ class Event(BaseModel):
     """
 
     # NaN and infinities have no JSON form; a failed measurement is None, never inf.
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True
+    )
 
     schema_version: ClassVar[int] = 1
 
