@@ -1,3 +1,5 @@
-"""The service: settings, the `accelopt` CLI (daemon.cli), the daemon and its parts (service,
-supervisor, watcher, workers, portfolio, reverify, status, lock, health), and the one place
-that opens backends (backends)."""
+"""The processes: the `accelopt` CLI (daemon.cli); the daemon, its parts and its clock (service,
+supervisor, watcher, workers, devices, portfolio, reverify, status, lock, health); the fleet's
+worker process (fleet); the report and the live pages (report, web); the benchmarks and the
+soak (benchmark, fleet_bench, soak, scripted_llm); and what every command shares (settings,
+secrets, logs, the one place that opens backends)."""

@@ -1,4 +1,4 @@
-"""The job queue port: what every adapter (in-memory, SQL, later procrastinate) promises.
+"""The job queue port: what every adapter (in-memory, SQL, procrastinate's fleet) promises.
 
 It is cut at three capabilities, as a queue such as procrastinate offers them, so that a
 search never knows where its profile runs: whoever needs work done *submits* a job and *waits

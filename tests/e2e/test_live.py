@@ -16,15 +16,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from events.catalog import ProfileRecorded
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from tests.support.browser import browser, needs_chromium
 from tests.support.daemon_process import DaemonProcess, wait_until
-
-pytestmark = pytest.mark.slow
 
 
 def free_port() -> int:

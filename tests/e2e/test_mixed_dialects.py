@@ -18,8 +18,6 @@ from tests.support.cli import ONE_STEP
 from tests.support.daemon_process import DaemonProcess, wait_until
 from tests.support.llm_server import Reply, Request, running_llm
 
-pytestmark = pytest.mark.slow
-
 LEGACY, CURRENT = "rmsnorm_matmul", "transpose_matmul"
 SEARCH = [arg for arg in ONE_STEP if arg != "--json"]
 

@@ -20,8 +20,6 @@ from tests.e2e.test_agents import llm_environment
 from tests.support.cli import events_of, run_cli
 from tests.support.llm_server import Reply, Request, running_llm
 
-pytestmark = pytest.mark.slow
-
 TASKS = sorted(p.name for p in NKI_LEGACY_SUITE.iterdir() if (p / "kernel.py").is_file())
 WRONG_SILU = (NKI_SUITE / "silu" / "kernel.py").read_text()
 # the same port with exp(-x) not negated: silu(x) computed as x / (1 + exp(x))

@@ -25,8 +25,6 @@ from tests.support.browser import browser, needs_chromium
 from tests.support.cli import SEARCH, events_of
 from tests.support.llm_server import running_llm
 
-pytestmark = pytest.mark.slow
-
 TASKS = ("silu", "rmsnorm_matmul", "swiglu")
 PROGRAM = [sys.executable, "-c", "from daemon.cli import main; main()"]
 

@@ -30,8 +30,6 @@ from tests.support.cli import search_args
 from tests.support.daemon_process import PROGRAM, DaemonProcess, wait_until
 from tests.support.llm_server import Reply, Request, running_llm
 
-pytestmark = pytest.mark.slow
-
 SECRET = "HOST-SECRET-" + "5eed" * 6
 SERVICE_USER = (65534, 65534)
 FORGERIES = sorted(

@@ -4,7 +4,8 @@
 Modules: `frontend` (the shadow `nki` package), `language` (nl), `isa` (nisa), `operands`
 (how instructions take and write operands), `views` (tensor views and `.ap()`), `registers`
 (VirtualRegister), `state` (per-run state: PSUM accumulation flags, reduce registers),
-`limits` (per-generation limits), `storage` (offsets and strides of views).
+`limits` (per-generation limits), `storage` (offsets and strides of views), `instructions/`
+(the nisa calls, by engine family) and `unsupported` (the APIs nkisim refuses, named).
 """
 
 from nkibench.nkisim.current.unsupported import UNSUPPORTED
