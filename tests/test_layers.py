@@ -30,9 +30,8 @@ ALLOWED = {
     "daemon": set(PACKAGES),
 }
 SKIPPED = ("nkibench/suites/",)
-"""Task folders: kernels and references, not the package's code."""
-MIGRATIONS = "store/migrations/versions/"
-"""Alembic's revisions: read only for third-party confinement (no module imports them)."""
+"""Task folders: kernels and references, not the package's code. (Alembic's revisions are
+read: one of them is a room of procrastinate's.)"""
 
 NKIBENCH_LAYERS: tuple[tuple[str, ...], ...] = (
     ("nkibench", "nkibench.errors", "nkibench.result", "nkibench.dtypes"),
@@ -122,12 +121,11 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def modules(root: Path, *, migrations: bool = False) -> dict[str, Path]:
+def modules(root: Path) -> dict[str, Path]:
     found = {}
     for package in PACKAGES:
         for path in (root / package).rglob("*.py"):
-            relative = path.relative_to(root).as_posix()
-            if relative.startswith(SKIPPED) or (MIGRATIONS in relative and not migrations):
+            if path.relative_to(root).as_posix().startswith(SKIPPED):
                 continue
             found[module_name(path, root)] = path
     return found
@@ -184,9 +182,8 @@ def internal(name: str, known: Container[str]) -> str | None:
 
 
 def read_edges(root: Path = ROOT) -> list[Edge]:
-    """The import graph of a source tree, migrations included (they import no project module
-    that matters here, and the confinement rule reads them)."""
-    known = modules(root, migrations=True)
+    """The import graph of a source tree."""
+    known = modules(root)
     edges = []
     for name, path in known.items():
         for imported, kind in imports(path, root):
