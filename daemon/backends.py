@@ -13,7 +13,8 @@ from typing import Any
 
 from daemon.settings import Settings
 from events.catalog import DeviceCeilingsMeasured
-from nkibench.backends import OpenedBackend, open_backend
+from nkibench.backend import OpenedBackend
+from nkibench.backends.open import open_backend
 from nkibench.sandbox.isolation import Isolation
 from store.base import EventStore
 from store.recorder import Recorder

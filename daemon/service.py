@@ -63,8 +63,9 @@ from daemon.supervisor import Supervisor
 from daemon.watcher import ObserverKind, TaskWatcher
 from daemon.workers import QueuedProfiler, Worker, WorkerPart
 from events.catalog import DaemonStarted, DaemonStopped, KernelSourceChanged
-from nkibench.backend import Backend
-from nkibench.backends import OpenedBackend, backend_info, open_backend
+from nkibench.backend import Backend, OpenedBackend
+from nkibench.backends import backend_info
+from nkibench.backends.open import open_backend
 from nkibench.dialects import NKI, needs_port
 from nkibench.errors import TaskError
 from nkibench.policy.provenance import package_version

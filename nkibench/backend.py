@@ -1,4 +1,5 @@
-"""The interface every backend implements, and the session a backend works in.
+"""The interface every backend implements, the session a backend works in, and what opening
+one on a host gives (an OpenedBackend, from the provider its catalogue entry names).
 
 The harness (nkibench.harness) owns the flow that is the same everywhere: the reference
 child, the kernel child, the comparison child, the roofline. A backend says which kernel
@@ -11,8 +12,8 @@ to be correct, and what hardware and toolchain produced it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -28,9 +29,12 @@ __all__ = [
     "REQUIRED_PHASES",
     "Backend",
     "Check",
+    "DeviceMemo",
     "Inputs",
+    "OpenedBackend",
     "Phase",
     "PhaseOwner",
+    "Provider",
     "Session",
 ]
 
@@ -203,3 +207,46 @@ def refuse_other_dialects(backend: Backend, dialect: str) -> str | None:
         return None
     runs = ", ".join(sorted(backend.dialects))
     return f"a {dialect} task; the {backend.name} backend runs {runs} kernels"
+
+
+class DeviceMemo(Protocol):
+    """What a backend measured once about a device and keeps for later runs (a GPU's
+    ceilings), keyed by the device's identity; the caller decides where it is kept."""
+
+    def load(self, key: str) -> dict[str, Any] | None: ...
+
+    def save(self, key: str, facts: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class OpenedBackend:
+    """A backend opened on this host: its name, the target its results are labelled with, and
+    one backend factory per device (a worker calls its factory once per job)."""
+
+    name: str
+    target: str
+    dialects: frozenset[str]
+    """The kernel languages it runs here: a Neuron SDK runs current NKI, legacy NKI or both
+    (its version decides), so this is what the opened backend found, not the backend's list."""
+    devices: Sequence[tuple[str, Callable[[], Backend]]] = field(default_factory=list)
+    """(worker name, factory) per device, in the order asked for."""
+
+    def first(self) -> Backend:
+        """A backend on the first device (a single command's)."""
+        return self.devices[0][1]()
+
+
+class Provider(Protocol):
+    """The function a catalogue entry names (nkibench.backends.BackendInfo.provider) that opens
+    its backend on this host (called by nkibench.backends.open)."""
+
+    def __call__(
+        self,
+        devices: Sequence[str],
+        *,
+        target: str | None,
+        require_device: bool,
+        memo: DeviceMemo | None,
+        isolation: Isolation,
+        options: Mapping[str, str],
+    ) -> OpenedBackend: ...

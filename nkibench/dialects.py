@@ -14,6 +14,7 @@ import ast
 from dataclasses import dataclass
 
 from nkibench.errors import TaskError
+from nkibench.targets import with_neuron_cores
 
 __all__ = [
     "DIALECTS",
@@ -73,7 +74,7 @@ NKI_LEGACY = Dialect(
     name="nki-legacy",
     language="legacy NKI (neuronxcc.nki)",
     package_roots=("numpy", "neuronxcc"),
-    targets=("trn1", "trn2"),
+    targets=with_neuron_cores(2, 3),  # trn1, trn2
     entry_points=("kernel", "optimized_kernel"),
     allowed_modules=(*COMMON_MODULES, *LEGACY_NKI_MODULES),
     guarded_modules=(*COMMON_MODULES, *LEGACY_NKI_MODULES),
@@ -87,7 +88,7 @@ NKI = Dialect(
     name="nki",
     language="NKI 0.3-0.7 (the nki package)",
     package_roots=("numpy", "nki"),
-    targets=("trn2", "trn3"),
+    targets=with_neuron_cores(3, 4),  # trn2, trn3
     entry_points=("kernel", "optimized_kernel"),
     allowed_modules=(*COMMON_MODULES, *NKI_MODULES),
     guarded_modules=(*COMMON_MODULES, *NKI_MODULES),

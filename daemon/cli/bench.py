@@ -35,12 +35,12 @@ from nkibench.benchmarks.nki import (
     run_nkibench_benchmark,
     run_nkisim_benchmark,
 )
-from nkibench.cost.tables import GENERATIONS
+from nkibench.targets import TRAINIUM
 from store.benchmark import STORE_TARGETS, run_store_benchmark
 
 __all__ = ["bench"]
 
-TARGET_CHOICE = click.Choice(sorted(GENERATIONS))
+TARGET_CHOICE = click.Choice(sorted(TRAINIUM))
 DIALECT_OPTION = click.option(
     "--dialect",
     type=click.Choice(sorted(SUITES)),

@@ -18,7 +18,7 @@ from daemon.cli.render import emit_json, print_table
 from daemon.fleet import SLEEP_BACKEND, WorkerOptions, run_worker
 from daemon.logs import configure_logging
 from nkibench.backends import BACKENDS
-from nkibench.cost.tables import GENERATIONS
+from nkibench.targets import TRAINIUM
 from store.jobs.fleet import FleetJobQueue, JobListing, sql_listing
 
 __all__ = ["jobs_command", "worker_command"]
@@ -40,7 +40,7 @@ __all__ = ["jobs_command", "worker_command"]
 )
 @click.option(
     "--target",
-    type=click.Choice(sorted(GENERATIONS)),
+    type=click.Choice(sorted(TRAINIUM)),
     default=None,
     help="The Trainium generation its jobs are for (default: the backend's own).",
 )

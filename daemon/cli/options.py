@@ -16,7 +16,7 @@ from daemon.backends import DeviceListError, parse_devices
 from daemon.cli.context import AppContext
 from daemon.cli.render import parse_until
 from nkibench.backends import BACKENDS
-from nkibench.cost.tables import GENERATIONS
+from nkibench.targets import TRAINIUM
 
 __all__ = [
     "KERNEL_OPTIONS",
@@ -83,7 +83,7 @@ def kernel_options(function: F) -> F:
             ),
             click.option(
                 "--target",
-                type=click.Choice(sorted(GENERATIONS)),
+                type=click.Choice(sorted(TRAINIUM)),
                 default=None,
                 help="The Trainium generation (current NKI runs on trn2 and trn3, legacy NKI on "
                 "trn1 and trn2). Default: nkisim trn2; neuron this instance's; triton takes "

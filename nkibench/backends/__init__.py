@@ -1,34 +1,22 @@
-"""The backends, by name: what each runs, on which devices, and how it opens on this host.
+"""The backends, by name: what each runs, on which devices, and which provider opens it.
 
 A backend lives in its own package here (nkisim/, neuron/, triton/): the parent side (a
 class implementing nkibench.backend.Backend), its sandboxed phases (named in the class's phase
-table, imported only inside the child) and an `open_backend` provider. This registry names
-them without importing them, so that reading a task or a CLI choice never loads a backend.
-Adding a backend is its package, one entry below, and nothing else.
+table, imported only inside the child) and an `open_backend` provider. This catalogue names
+them without importing them, so that reading a task or a CLI choice never loads a backend;
+it is data only and sits below the task format, which reads it (opening a backend is
+nkibench.backends.open, above the protocols). Adding a backend is its package, one entry
+below, and nothing else.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from dataclasses import dataclass
+from typing import Literal
 
 from nkibench.errors import BackendUnavailable
-from nkibench.sandbox.isolation import Isolation
 
-if TYPE_CHECKING:
-    from nkibench.backend import Backend
-
-__all__ = [
-    "BACKENDS",
-    "BackendInfo",
-    "DeviceMemo",
-    "OpenedBackend",
-    "backend_info",
-    "dialect_of_backend",
-    "open_backend",
-]
+__all__ = ["BACKENDS", "BackendInfo", "backend_info", "dialect_of_backend"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +32,7 @@ class BackendInfo:
     summary: str
     """One line for the CLI's help."""
     provider: str
-    """"module:function" that opens it on this host (see open_backend)."""
+    """"module:function" that opens it on this host (see nkibench.backends.open)."""
 
 
 BACKENDS: dict[str, BackendInfo] = {
@@ -91,74 +79,3 @@ def backend_info(name: str) -> BackendInfo:
 def dialect_of_backend(name: str) -> str:
     """The kernel language of a task that names this backend in its task.toml."""
     return backend_info(name).dialects[0]
-
-
-class DeviceMemo(Protocol):
-    """What a backend measured once about a device and keeps for later runs (a GPU's
-    ceilings), keyed by the device's identity; the caller decides where it is kept."""
-
-    def load(self, key: str) -> dict[str, Any] | None: ...
-
-    def save(self, key: str, facts: dict[str, Any]) -> None: ...
-
-
-@dataclass
-class OpenedBackend:
-    """A backend opened on this host: its name, the target its results are labelled with, and
-    one backend factory per device (a worker calls its factory once per job)."""
-
-    name: str
-    target: str
-    dialects: frozenset[str]
-    """The kernel languages it runs here: a Neuron SDK runs current NKI, legacy NKI or both
-    (its version decides), so this is what the opened backend found, not the backend's list."""
-    devices: Sequence[tuple[str, Callable[[], Backend]]] = field(default_factory=list)
-    """(worker name, factory) per device, in the order asked for."""
-
-    def first(self) -> Backend:
-        """A backend on the first device (a single command's)."""
-        return self.devices[0][1]()
-
-
-class Provider(Protocol):
-    def __call__(
-        self,
-        devices: Sequence[str],
-        *,
-        target: str | None,
-        require_device: bool,
-        memo: DeviceMemo | None,
-        isolation: Isolation,
-        options: Mapping[str, str],
-    ) -> OpenedBackend: ...
-
-
-def open_backend(
-    name: str,
-    devices: Sequence[str] = ("0",),
-    *,
-    target: str | None = None,
-    require_device: bool = True,
-    memo: DeviceMemo | None = None,
-    isolation: Isolation | None = None,
-    options: Mapping[str, str] | None = None,
-) -> OpenedBackend:
-    """Open backend `name` on `devices` of this host. `require_device=False` accepts a host
-    without the device where the backend can still check kernels (Triton's interpreter);
-    `memo` keeps what is measured once per device; `isolation` is the OS sandbox its children
-    run in (default: bubblewrap, or SandboxUnavailable); `options` are the host's settings of
-    one backend (neuron: "nrtpy_python"), which the others ignore. Raises BackendUnavailable
-    with what is missing."""
-    info = backend_info(name)
-    if not devices:
-        raise BackendUnavailable(f"the {name} backend needs at least one device")
-    module, _, function = info.provider.partition(":")
-    provider: Provider = getattr(importlib.import_module(module), function)
-    return provider(
-        devices,
-        target=target,
-        require_device=require_device,
-        memo=memo,
-        isolation=isolation or Isolation.detect(),
-        options=options or {},
-    )

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from nkibench.policy.provenance import Sourced
+from nkibench.targets import TRAINIUM
 
 __all__ = ["FITTED_TASKS", "GENERATIONS", "Generation"]
 
@@ -66,7 +67,8 @@ class Generation:
     psum_bytes_per_partition: Sourced
     psum_bank_bytes: Sourced
     psum_tile_bytes: Sourced
-    """The most PSUM bytes per partition one tile (one matmul's output) may span."""
+    """The memory sizes, the generation's own (nkibench.targets), repeated here so that the
+    constants a report cites are the model's whole table."""
 
     def constants(self) -> dict[str, dict[str, object]]:
         """Every constant with its source (for reports and the profile fingerprint)."""
@@ -122,15 +124,6 @@ DMA_ENGINE_FIXED_NS = Sourced(
     "loads from two statements, against 42.6 ms if only the per-queue 1.3 us were paid)",
 )
 TRN1_DMA_ENGINE = 27 * GIB / 1e9
-PSUM_PARTITION = Sourced(
-    16 * 1024, "ARCH1: 2 MiB PSUM = 128 partitions x 16 KiB; ARCH2: unchanged on NC-v3"
-)
-PSUM_BANK = Sourced(
-    2 * 1024, "ISA4 nc_matmul: a PSUM bank holds 512 fp32 per partition; TILE: 8 banks"
-)
-PSUM_TILE_ONE_BANK = Sourced(
-    2 * 1024, "ISA4 nc_matmul: on NC-v2/v3 the moving free size is at most 512, one fp32 bank"
-)
 TRN3_DMA_ENGINE = 33
 
 
@@ -173,10 +166,10 @@ GENERATIONS = {
             "bandwidth, without a number",
         ),
         hbm_bytes_per_ns_per_core=Sourced(410, "CHIP: 820 GB/s per trn1 chip of 2 cores"),
-        sbuf_bytes_per_partition=Sourced(192 * 1024, "ARCH1: 24 MiB = 128 x 192 KiB"),
-        psum_bytes_per_partition=PSUM_PARTITION,
-        psum_bank_bytes=PSUM_BANK,
-        psum_tile_bytes=PSUM_TILE_ONE_BANK,
+        sbuf_bytes_per_partition=TRAINIUM["trn1"].sbuf_bytes_per_partition,
+        psum_bytes_per_partition=TRAINIUM["trn1"].psum_bytes_per_partition,
+        psum_bank_bytes=TRAINIUM["trn1"].psum_bank_bytes,
+        psum_tile_bytes=TRAINIUM["trn1"].psum_tile_bytes,
     ),
     "trn2": Generation(
         name="trn2",
@@ -205,10 +198,10 @@ GENERATIONS = {
         hbm_bytes_per_ns_per_core=Sourced(
             362, "CHIP: 2.9 TB/s per trn2 chip of 8 cores (362.5, rounded down; ARCH2 says ~3)"
         ),
-        sbuf_bytes_per_partition=Sourced(224 * 1024, "ARCH2: 28 MiB = 128 x 224 KiB"),
-        psum_bytes_per_partition=PSUM_PARTITION,
-        psum_bank_bytes=PSUM_BANK,
-        psum_tile_bytes=PSUM_TILE_ONE_BANK,
+        sbuf_bytes_per_partition=TRAINIUM["trn2"].sbuf_bytes_per_partition,
+        psum_bytes_per_partition=TRAINIUM["trn2"].psum_bytes_per_partition,
+        psum_bank_bytes=TRAINIUM["trn2"].psum_bank_bytes,
+        psum_tile_bytes=TRAINIUM["trn2"].psum_tile_bytes,
     ),
     "trn3": Generation(
         name="trn3",
@@ -252,19 +245,9 @@ GENERATIONS = {
             "CHIP3: 4.9 TB/s per trn3 chip of 8 cores (trn3-arch: 313.6 TB/s over 64 chips "
             "agrees; ARCH3's 4.7 TB/s would give 587.5)",
         ),
-        sbuf_bytes_per_partition=Sourced(
-            256 * 1024, "ARCH3 and CORE3: 32 MiB = 128 x 256 KiB (CHIP3: 256 MiB per chip of 8)"
-        ),
-        psum_bytes_per_partition=Sourced(
-            16 * 1024, "ARCH3: PSUM stays 2 MiB = 128 partitions x 16 KiB on NC-v4"
-        ),
-        psum_bank_bytes=Sourced(
-            2 * 1024, "ISA4 nc_matmul: 4096 fp32 fill the 8 PSUM banks of NC-v4, 2 KiB each"
-        ),
-        psum_tile_bytes=Sourced(
-            16 * 1024,
-            "ISA4 nc_matmul: from NC-v4 the moving free size may reach 4096 fp32 or 8192 bf16, "
-            "all 8 banks (the whole 16 KiB PSUM partition)",
-        ),
+        sbuf_bytes_per_partition=TRAINIUM["trn3"].sbuf_bytes_per_partition,
+        psum_bytes_per_partition=TRAINIUM["trn3"].psum_bytes_per_partition,
+        psum_bank_bytes=TRAINIUM["trn3"].psum_bank_bytes,
+        psum_tile_bytes=TRAINIUM["trn3"].psum_tile_bytes,
     ),
 }

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from nkibench.cost.tables import GENERATIONS
 from nkibench.dtypes import as_dtype, is_float
 from nkibench.nkisim import ops
 from nkibench.nkisim.dtypes import promote, sentinel_bits
@@ -31,6 +30,7 @@ from nkibench.nkisim.trace import (
     compiler_placed,
     peak_overlap,
 )
+from nkibench.targets import TRAINIUM
 
 __all__ = ["TARGETS", "Config", "Machine", "Read", "current", "running"]
 
@@ -66,20 +66,17 @@ class TargetSpec:
         return self.psum_tile_bytes // itemsize
 
 
-BF16_PSUM_TARGETS = frozenset({"trn3"})
-"""nki.isa nc_matmul: dst is float32 on NC-v2/v3; from NC-v4 it may also be bfloat16."""
-
 TARGETS = {
-    # Every size from the generation's sourced table (nkibench/cost/tables.py).
+    # Every size from the generation's sourced table (nkibench/targets.py).
     name: TargetSpec(
         name,
         int(generation.sbuf_bytes_per_partition.value),
         psum_bytes_per_partition=int(generation.psum_bytes_per_partition.value),
         psum_bank_bytes=int(generation.psum_bank_bytes.value),
         psum_tile_bytes=int(generation.psum_tile_bytes.value),
-        matmul_psum_dtypes=("float32", "bfloat16") if name in BF16_PSUM_TARGETS else ("float32",),
+        matmul_psum_dtypes=generation.matmul_psum_dtypes,
     )
-    for name, generation in GENERATIONS.items()
+    for name, generation in TRAINIUM.items()
 }
 
 

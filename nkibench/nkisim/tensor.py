@@ -10,8 +10,9 @@ as a view (gathers, accesses that reach outside the tensor and must be masked) g
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -26,9 +27,6 @@ from nkibench.nkisim.errors import (
 from nkibench.nkisim.index import Arange, IndexExpr, broadcast_shape
 from nkibench.nkisim.trace import Box, Instruction, Operand
 
-if TYPE_CHECKING:
-    from nkibench.nkisim.machine import Machine
-
 __all__ = [
     "Access",
     "Allocation",
@@ -37,6 +35,7 @@ __all__ = [
     "NkiTensor",
     "ParDim",
     "Slice",
+    "TensorHost",
     "ds",
     "par_dim",
 ]
@@ -244,6 +243,28 @@ def _from_end(item: Any, size: int) -> Any:
     return item
 
 
+class TensorHost(Protocol):
+    """What a tensor asks of the machine it lives in (nkibench.nkisim.machine.Machine, which
+    satisfies this structurally): its dunders and indexing record instructions there. Named
+    here so that the machine imports tensors and tensors do not import the machine."""
+
+    tensor_methods: dict[str, Callable[[NkiTensor], Any]]
+    python_indices: bool
+    oob_hint: str | None
+
+    def assign(self, target: NkiTensor | Access, value: Any) -> None: ...
+
+    def update(self, target: NkiTensor | Access, value: Any, op: str) -> None: ...
+
+    def operator(self, name: str, a: NkiTensor, b: Any, *, reverse: bool) -> NkiTensor: ...
+
+    def reshape(self, x: NkiTensor, shape: tuple[int, ...]) -> NkiTensor: ...
+
+    def broadcast(self, x: NkiTensor, shape: tuple[int, ...]) -> NkiTensor: ...
+
+    def copy_tile(self, x: Any, *, dtype: Any = None) -> NkiTensor: ...
+
+
 class NkiTensor:
     """A tensor or tile as the kernel sees it: a view into an allocation."""
 
@@ -262,7 +283,7 @@ class NkiTensor:
 
     def __init__(
         self,
-        machine: Machine,
+        machine: TensorHost,
         alloc: Allocation,
         data: np.ndarray[Any, Any],
         *,

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from nkibench.backend import Backend
-from nkibench.backends import DeviceMemo, OpenedBackend
+from nkibench.backend import Backend, DeviceMemo, OpenedBackend
 from nkibench.backends.neuron.backend import NeuronBackend
 from nkibench.backends.neuron.detect import NeuronHost
 from nkibench.sandbox.isolation import Isolation

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
-from nkibench.backend import Backend
-from nkibench.backends import DeviceMemo, OpenedBackend
+from nkibench.backend import Backend, DeviceMemo, OpenedBackend
 from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.cost.tables import GENERATIONS
 from nkibench.errors import BackendUnavailable

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 
-from nkibench.backends import DeviceMemo, OpenedBackend
+from nkibench.backend import DeviceMemo, OpenedBackend
 from nkibench.backends.triton.backend import DeviceCeilings, TritonBackend
 from nkibench.errors import BackendUnavailable
 from nkibench.sandbox.isolation import Isolation

@@ -1,7 +1,7 @@
 """The hardware limits current NKI checks, per Trainium generation.
 
 Memory sizes, the largest PSUM tile (one matmul's output) and the dtypes a matmul may write
-come from the machine's target (`machine.TARGETS`, built from the sourced generation tables);
+come from the machine's target (`machine.TARGETS`, built from nkibench.targets);
 the rest are the NKI ISA reference's numbers, the same on trn2 and trn3 (nki.isa.nc_matmul,
 "Tile size": stationary free <= 128, moving free <= one PSUM tile's worth of dst elements).
 """
@@ -15,10 +15,9 @@ import numpy as np
 
 from nkibench.dtypes import as_dtype
 from nkibench.nkisim.machine import Machine
+from nkibench.targets import TRAINIUM
 
 __all__ = ["Limits", "limits_of"]
-
-NC_VERSIONS = {"trn1": 2, "trn2": 3, "trn3": 4}
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,8 @@ def limits_of(machine: Machine) -> Limits:
     bank = int(spec.psum_bank_bytes)
     return Limits(
         target=spec.name,
-        nc_version=NC_VERSIONS.get(spec.name, 3),
+        # a target a test made up is taken as trn2's NeuronCore
+        nc_version=TRAINIUM[spec.name].nc_version if spec.name in TRAINIUM else 3,
         pmax=128,
         psum_bank_bytes=bank,
         psum_banks=int(spec.psum_bytes_per_partition) // bank,
