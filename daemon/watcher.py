@@ -41,6 +41,7 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from daemon.revisions import after, record_invalid, record_removed, record_revision
+from nkibench.backends import BACKENDS
 from nkibench.dialects import check_target, needs_port
 from nkibench.errors import TaskError
 from nkibench.task.files import KERNEL_FILE, TOML_FILE, folder_hash, read_task_files
@@ -102,7 +103,7 @@ class TaskWatcher:
         debounce_s: float = 0.4,
         on_change: Callable[[str], None] | None = None,
         on_failure: Callable[[Exception, str], None] | None = None,
-        dialects: tuple[str, ...] = ("nki", "nki-legacy"),
+        dialects: tuple[str, ...] = BACKENDS["nkisim"].dialects,
         library: LibraryState | None = None,
         shapes: str = FULL,
         target: str | None = None,
@@ -110,7 +111,8 @@ class TaskWatcher:
     ) -> None:
         self.root = root.resolve()
         self.dialects = dialects
-        """The kernel languages this daemon's backend runs; other tasks are not its to use."""
+        """The kernel languages this daemon's backend runs (by default nkisim's); other tasks
+        are not its to use."""
         self.target = target
         """The generation it runs them on; a task whose dialect does not run there is not its
         to use either (None: the backend has no generations, a GPU)."""

@@ -23,12 +23,27 @@ if TYPE_CHECKING:
 __all__ = [
     "BACKENDS",
     "BackendInfo",
+    "DeclaredDtype",
     "DeviceMemo",
     "OpenedBackend",
     "backend_info",
     "dialect_of_backend",
     "open_backend",
 ]
+
+
+@dataclass(frozen=True)
+class DeclaredDtype:
+    """A backend whose tasks state their dtype and roofline in task.toml, because nothing counts
+    the work of their reference (a PyTorch forward); their matmuls run at the dtype's rate, and
+    their tolerance and seeds follow the dtype."""
+
+    task: str
+    """What messages call such a task ("a Triton task")."""
+    rel_tol: Mapping[str, float]
+    """The default tolerance per dtype."""
+    seeds: tuple[int, ...]
+    """The default seeds."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +60,8 @@ class BackendInfo:
     """One line for the CLI's help."""
     provider: str
     """"module:function" that opens it on this host (see open_backend)."""
+    declared_dtype: DeclaredDtype | None = None
+    """Where set, its tasks must give their dtype and roofline in task.toml."""
 
 
 BACKENDS: dict[str, BackendInfo] = {
@@ -74,6 +91,13 @@ BACKENDS: dict[str, BackendInfo] = {
             "measured",
             "Triton on an NVIDIA GPU, or Triton's CPU interpreter for checks",
             "nkibench.backends.triton.provider:open_backend",
+            DeclaredDtype(
+                "a Triton task",
+                # a float32 `tl.dot` runs in tf32 on the GPU (about 3e-4 relative error);
+                # bfloat16 operands land between 1e-3 and 1e-2
+                rel_tol={"float32": 1e-3, "bfloat16": 2e-2, "float16": 5e-3},
+                seeds=(0, 21, 42),
+            ),
         ),
     )
 }

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from nkibench.backends import backend_info, dialect_of_backend
-from nkibench.dialects import detect_dialect, get_dialect
+from nkibench.dialects import NKI_LEGACY, detect_dialect, get_dialect
 from nkibench.errors import TaskError
 from nkibench.task.files import (
     KERNEL_FILE,
@@ -93,7 +93,7 @@ class TaskSpec:
     """A Triton task whose run() may compute with PyTorch (by default torch only allocates,
     views and queries tensors there, and every computation runs in Triton kernels)."""
     content_hash: str = ""
-    dialect: str = "nki-legacy"
+    dialect: str = NKI_LEGACY.name
     """The kernel language (nkibench.dialects): from kernel.py's imports, or task.toml's
     `dialect`, or (a kernel importing no kernel package) the one its backend runs first."""
 
@@ -218,10 +218,11 @@ def _task_dialect(folder: Path, kernel_tree: ast.Module, settings: dict[str, Any
     runs = backend_info(backend).dialects
     if dialect not in runs:
         source = "task.toml's dialect" if detected != dialect else "its imports"
+        record = get_dialect(dialect)
         raise TaskError(
-            f"{folder / TOML_FILE}: backend: the kernel is {get_dialect(dialect).language} "
-            f"({source}), and the {backend} backend runs {', '.join(runs)} kernels"
-            + ('; set backend = "triton"' if dialect == "triton" else "")
+            f"{folder / TOML_FILE}: backend: the kernel is {record.language} ({source}), and "
+            f"the {backend} backend runs {', '.join(runs)} kernels; set backend = "
+            f'"{record.default_backend}"'
         )
     return dialect
 

@@ -14,8 +14,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from nkibench.backends import BACKENDS, dialect_of_backend
-from nkibench.dialects import DIALECTS
+from nkibench.backends import BACKENDS, DeclaredDtype, backend_info, dialect_of_backend
+from nkibench.dialects import DIALECTS, get_dialect
 from nkibench.errors import TaskError
 from nkibench.task.files import name_problem
 from nkibench.task.safe_eval import Number, UnsafeExpression, evaluate, module_constants
@@ -39,10 +39,6 @@ DEFAULT_REL_TOL = 2e-5  # AccelOpt: relative L2 error, float32
 DEFAULT_TIMEOUT_S = {FULL: 1800.0, "*": 120.0}
 DEFAULT_MEMORY_MB = 8192
 TASK_DTYPES = ("float32", "bfloat16", "float16")
-TRITON_REL_TOL = {"float32": 1e-3, "bfloat16": 2e-2, "float16": 5e-3}
-"""Default tolerances of Triton tasks: a float32 `tl.dot` runs in tf32 on the GPU (about 3e-4
-relative error); bfloat16 operands land between 1e-3 and 1e-2."""
-TRITON_SEEDS = (0, 21, 42)
 ROOFLINE_KEYS = ("vec_flops", "mm_flops", "bytes")
 MATMUL_DTYPES = ("float32", "bfloat16", "float16")
 """The precision whose TensorE peak the roofline uses (AccelOpt's tasks are all float32)."""
@@ -112,17 +108,18 @@ class _TomlReader:
         backend = self.out.get("backend", "nkisim")
         if backend not in BACKENDS:
             raise self.fail("backend", f"must be one of {', '.join(BACKENDS)}")
-        if self.out.get("dialect", "nki") not in DIALECTS:
+        if "dialect" in self.out and self.out["dialect"] not in DIALECTS:
             raise self.fail("dialect", f"must be one of {', '.join(DIALECTS)}")
         if self.out.get("dtype", "float32") not in TASK_DTYPES:
             raise self.fail("dtype", f"must be one of {', '.join(TASK_DTYPES)}")
-        if backend == "triton":
-            self._triton_defaults()
+        declared = backend_info(backend).declared_dtype
+        if declared is not None:
+            self._declared_dtype(declared)
         if "allow_torch_compute" in self.data:
             allow = self.data["allow_torch_compute"]
             if not isinstance(allow, bool):
                 raise self.fail("allow_torch_compute", "must be true or false")
-            if allow and dialect_of_backend(backend) != "triton":
+            if allow and get_dialect(dialect_of_backend(backend)).host_compute is None:
                 raise self.fail(
                     "allow_torch_compute", "only a Triton task's run() can compute with PyTorch"
                 )
@@ -138,17 +135,17 @@ class _TomlReader:
         self._tunables()
         return self.out
 
-    def _triton_defaults(self) -> None:
-        """A Triton task states its dtype and its roofline (nothing counts a PyTorch forward);
-        its matmuls run at its dtype's rate, and its tolerance and seeds follow the dtype."""
+    def _declared_dtype(self, declared: DeclaredDtype) -> None:
+        """A task of a backend that needs them states its dtype and its roofline; its matmuls
+        run at its dtype's rate, and its tolerance and seeds follow the dtype (DeclaredDtype)."""
         if "dtype" not in self.out:
-            raise self.fail("dtype", "a Triton task must give its dtype (float32, bfloat16...)")
+            raise self.fail("dtype", f"{declared.task} must give its dtype (float32, bfloat16...)")
         roofline = self.data.get("roofline")
         if not isinstance(roofline, dict) or "bytes" not in roofline:
-            raise self.fail("[roofline]", "a Triton task must give at least `bytes`")
+            raise self.fail("[roofline]", f"{declared.task} must give at least `bytes`")
         self.out["matmul_dtype"] = self.out["dtype"]
-        self.out["rel_tol"] = TRITON_REL_TOL[self.out["dtype"]]
-        self.out["seeds"] = TRITON_SEEDS
+        self.out["rel_tol"] = declared.rel_tol[self.out["dtype"]]
+        self.out["seeds"] = declared.seeds
 
     def _correctness(self) -> None:
         correctness = self.table("correctness", ("rel_tol", "seeds"))
