@@ -315,7 +315,7 @@ class _Checker(ast.NodeVisitor):
                     numpy_io
                     or forbidden_path(full, self.dialect)
                     or _attribute_problem(alias.name, self.dialect)
-                    or self._library_refused(full)
+                    or self._library_problem(full)
                 ):
                     self._flag(node, f"import of {full!r} is not allowed")
         self.generic_visit(node)
@@ -356,12 +356,14 @@ class _Checker(ast.NodeVisitor):
             return ".".join([names[value.id], *reversed(parts)])
         return None
 
-    def _library_refused(self, path: str) -> bool:
-        """A path on the guarded library outside its allocation, view and query set (in device
-        kernels too: they do not call the library)."""
+    def _library_problem(self, path: str) -> str | None:
+        """What is wrong with a path on the guarded library outside its allocation, view and
+        query set (in device kernels too: they do not call the library); None: nothing."""
         guard = self.guard
         root = path.split(".", maxsplit=1)[0]
-        return guard is not None and root == guard.library and path not in guard.allowed
+        if guard is None or root != guard.library or path in guard.allowed:
+            return None
+        return f"`{path}` is not an allocation, view or query: {guard.hint}"
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         inner = id(node) in self._receivers  # the outer attribute of its chain checks the path
@@ -392,9 +394,8 @@ class _Checker(ast.NodeVisitor):
             roots = get_dialect(self.dialect).global_state_roots
             owners = " or ".join(f"{root}'s" for root in roots)
             self._flag(node, f"`{path}` changes {owners} global state")
-        elif path and not forbidden and not inner and self._library_refused(path):
-            hint = self.guard.hint if self.guard else ""
-            self._flag(node, f"`{path}` is not an allocation, view or query: {hint}")
+        elif path and not forbidden and not inner and (library := self._library_problem(path)):
+            self._flag(node, library)
         elif (compute := self._compute_problem(node.attr)) and self._dotted(
             node, self.modules
         ) is None:
