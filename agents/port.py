@@ -24,7 +24,8 @@ from nkibench.dialects import NKI, NKI_LEGACY, check_target
 from nkibench.errors import TaskError
 from nkibench.harness import check_kernel, profile_kernel
 from nkibench.result import KernelResult
-from nkibench.task.spec import KERNEL_FILE, TaskSpec
+from nkibench.task.files import KERNEL_FILE
+from nkibench.task.spec import TaskSpec
 from store.recorder import Recorder
 
 __all__ = ["PORT_PLAN", "PortOutcome", "Porter", "port_id", "ported_task"]

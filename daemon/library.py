@@ -16,7 +16,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from nkibench.task.spec import name_problem
+from nkibench.task.files import name_problem
 from store.projections.library import LibraryState, Promotion
 
 __all__ = ["export_text", "sync_library"]

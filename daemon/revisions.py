@@ -25,14 +25,8 @@ from pathlib import Path
 from events.base import Event
 from events.catalog import KernelRemoved, KernelSourceChanged, TaskInvalid
 from nkibench.errors import TaskError
-from nkibench.task.spec import (
-    TASK_FILES,
-    TaskSpec,
-    folder_hash,
-    load_task,
-    name_problem,
-    read_task_files,
-)
+from nkibench.task.files import TASK_FILES, folder_hash, name_problem, read_task_files
+from nkibench.task.spec import TaskSpec, load_task
 from store.base import EventStore
 from store.projections.library import FolderRecord
 from store.recorder import Recorder

@@ -23,7 +23,8 @@ import structlog
 
 from events.errors import AccelOptError
 from nkibench.errors import TaskError
-from nkibench.task.spec import FULL, TOML_FILE, name_problem, read_task_files
+from nkibench.task.files import TOML_FILE, name_problem, read_task_files
+from nkibench.task.toml import FULL
 
 __all__ = ["OptionRefused", "check_shapes", "declared_shape_sets", "sweep_work"]
 

@@ -2,7 +2,7 @@
 
 watchdog's events are hints only. A hint names the task folder it happened in (the first
 path component under the watched directory); after a quiet period the folder's task files are
-read (bounded, and only from inside the watched directory: nkibench.task.spec.read_task_files)
+read (bounded, and only from inside the watched directory: nkibench.task.files.read_task_files)
 and hashed, and a revision is recorded only when it differs from the folder's last record:
 `KernelSourceChanged` if the folder loads, `TaskInvalid` with the loader's message if not,
 `KernelRemoved` when it is gone. In-place saves and editors' atomic saves (write a temporary
@@ -41,17 +41,12 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from daemon.revisions import after, record_invalid, record_removed, record_revision
+from nkibench.backends import BACKENDS
 from nkibench.dialects import check_target, needs_port
 from nkibench.errors import TaskError
-from nkibench.task.spec import (
-    FULL,
-    KERNEL_FILE,
-    TOML_FILE,
-    TaskSpec,
-    folder_hash,
-    load_task,
-    read_task_files,
-)
+from nkibench.task.files import KERNEL_FILE, TOML_FILE, folder_hash, read_task_files
+from nkibench.task.spec import TaskSpec, load_task
+from nkibench.task.toml import FULL
 from store.projections.library import FolderRecord, LibraryState
 from store.recorder import Recorder
 
@@ -108,7 +103,7 @@ class TaskWatcher:
         debounce_s: float = 0.4,
         on_change: Callable[[str], None] | None = None,
         on_failure: Callable[[Exception, str], None] | None = None,
-        dialects: tuple[str, ...] = ("nki", "nki-legacy"),
+        dialects: tuple[str, ...] = BACKENDS["nkisim"].dialects,
         library: LibraryState | None = None,
         shapes: str = FULL,
         target: str | None = None,
@@ -116,7 +111,8 @@ class TaskWatcher:
     ) -> None:
         self.root = root.resolve()
         self.dialects = dialects
-        """The kernel languages this daemon's backend runs; other tasks are not its to use."""
+        """The kernel languages this daemon's backend runs (by default nkisim's); other tasks
+        are not its to use."""
         self.target = target
         """The generation it runs them on; a task whose dialect does not run there is not its
         to use either (None: the backend has no generations, a GPU)."""

@@ -3,7 +3,8 @@
 A task's dialect is the language its kernel.py is written in, read from its imports
 (`detect_dialect`; task.toml's `dialect` overrides it). Everything that depends on it
 reads this record: the task loader (the kernel's entry-point names), the static check and
-the kernel loader (which modules a kernel may import, and which only as `module.<name>`), the
+the kernel loader (which modules a kernel may import, and which only as `module.<name>`; the
+paths, attributes and host-side compute it may not use), the
 comparison (whether the reference's output transform applies), nkisim (which shadow modules
 stand in for the real package), and the agents (which prompt folder they read).
 """
@@ -14,6 +15,8 @@ import ast
 from dataclasses import dataclass
 
 from nkibench.errors import TaskError
+from nkibench.policy import triton_code as triton_policy
+from nkibench.policy.nkisim_code import NKISIM_INTERNALS, NKISIM_INTERNALS_PROBLEM
 from nkibench.targets import with_neuron_cores
 
 __all__ = [
@@ -21,6 +24,8 @@ __all__ = [
     "NKI",
     "NKI_LEGACY",
     "Dialect",
+    "HostComputeGuard",
+    "InternalAttributes",
     "check_target",
     "detect_dialect",
     "get_dialect",
@@ -28,6 +33,36 @@ __all__ = [
 ]
 
 COMMON_MODULES = ("math", "typing", "functools", "itertools")
+
+
+@dataclass(frozen=True)
+class HostComputeGuard:
+    """What a kernel's host code (outside its device kernels) may use of a tensor library,
+    unless the task allows it to compute there (task.toml's allow_torch_compute)."""
+
+    library: str
+    """The library's module ("torch"); a path under it outside `allowed` is refused."""
+    library_name: str
+    """What messages call it ("PyTorch")."""
+    allowed: frozenset[str]
+    """The paths under `library` that allocate, view and query tensors."""
+    compute_methods: frozenset[str]
+    """Methods refused by name on any object: they compute (or read tensor data on the host)."""
+    device_decorator: str
+    """The decorator of device kernels ("triton.jit"), whose bodies the guard leaves alone."""
+    hint: str
+    """What to do instead, ending every message of the guard."""
+
+
+@dataclass(frozen=True)
+class InternalAttributes:
+    """Attributes of the interpreter's own objects behind a dialect's tensors (not part of the
+    language), refused on any object: reading them computes beside the interpreter, which then
+    counts nothing."""
+
+    names: frozenset[str]
+    problem: str
+    """Why one is refused, after its name in the message."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +95,18 @@ class Dialect:
     """(module, class) of the dialect's base for kernel-side objects, where kernels may set
     attributes on instances of their own classes (nkibench.sandbox.attributes); None: a kernel
     sets no attribute at all."""
+    forbidden_paths: tuple[str, ...] = ()
+    """Dotted paths a kernel may not use, with everything under them."""
+    global_state_roots: tuple[str, ...] = ()
+    """Packages whose `set_*` functions, at any depth, change the process's global state
+    (refused)."""
+    host_compute: HostComputeGuard | None = None
+    """What the kernel's host code may use of a tensor library (None: it has no host code)."""
+    internals: InternalAttributes | None = None
+    """The interpreter's own attributes a kernel may not read (None: none)."""
+
+
+NKISIM = InternalAttributes(NKISIM_INTERNALS, NKISIM_INTERNALS_PROBLEM)
 
 
 LEGACY_NKI_MODULES = (
@@ -82,6 +129,7 @@ NKI_LEGACY = Dialect(
     shadow_front="nkibench.nkisim.frontend:install_shadow_modules",
     prompt_folder="nki-legacy",
     default_backend="nkisim",
+    internals=NKISIM,
 )
 NKI_MODULES = ("numpy", "nki", "nki.language", "nki.isa", "nki.typing")
 NKI = Dialect(
@@ -97,6 +145,7 @@ NKI = Dialect(
     prompt_folder="nki",
     default_backend="nkisim",
     object_base=("nki.language", "NKIObject"),  # NKI 0.7 configuration objects
+    internals=NKISIM,
 )
 TRITON_MODULES = (
     "torch",
@@ -118,6 +167,16 @@ TRITON = Dialect(
     shadow_front=None,
     prompt_folder="triton",
     default_backend="triton",
+    forbidden_paths=triton_policy.FORBIDDEN_PATHS,
+    global_state_roots=triton_policy.GLOBAL_STATE_ROOTS,
+    host_compute=HostComputeGuard(
+        library="torch",
+        library_name="PyTorch",
+        allowed=triton_policy.TORCH_ALLOWED,
+        compute_methods=triton_policy.TENSOR_COMPUTE_METHODS,
+        device_decorator=triton_policy.JIT_DECORATOR,
+        hint=triton_policy.TORCH_COMPUTE_HINT,
+    ),
 )
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (NKI, NKI_LEGACY, TRITON)}
 

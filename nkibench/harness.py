@@ -38,7 +38,8 @@ from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import RESULT_LIMIT, ChildOutcome, Limits, run_child
 from nkibench.sandbox.results import MalformedResult
 from nkibench.sandbox.static_check import check_source, violation_kind
-from nkibench.task.spec import KERNEL_FILE, REFERENCE_FILE, TASK_FILES, TaskSpec, defined_function
+from nkibench.task.files import KERNEL_FILE, REFERENCE_FILE, TASK_FILES
+from nkibench.task.spec import TaskSpec, defined_function
 
 __all__ = ["Inputs", "Session", "check_kernel", "fresh_seeds", "profile_kernel", "run_phase"]
 

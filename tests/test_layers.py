@@ -66,6 +66,7 @@ AGENTS_FROM_NKIBENCH = ("nkibench.result", "nkibench.dialects", "nkibench.errors
 AGENTS_EXCEPTIONS: dict[tuple[str, str], str] = {
     ("agents.port", "nkibench.harness"): "porting a legacy kernel checks it with the harness",
     ("agents.port", "nkibench.backend"): "porting checks the kernel on the backend it is given",
+    ("agents.port", "nkibench.task.files"): "a ported task is written as the task files it reads",
     ("agents.search.steps", "nkibench.cost.caveats"): "the search shows the model's caveats",
     ("agents.memory", "nkibench.task.operators"): "memory items are keyed by a task's operators",
     ("agents.search.loop", "nkibench.task.operators"): "the search reads its task's operators",

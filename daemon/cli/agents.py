@@ -25,7 +25,8 @@ from daemon.cli.options import (
 from daemon.cli.render import emit_json, print_table
 from daemon.profiling import LocalProfiler
 from daemon.revisions import record_task
-from nkibench.task.spec import FULL, load_task
+from nkibench.task.spec import load_task
+from nkibench.task.toml import FULL
 from store.projections.library import LibraryProjection
 from store.projections.runner import replay
 from store.recorder import Recorder

@@ -19,7 +19,8 @@ from daemon.cli.render import emit_json
 from daemon.revisions import record_task
 from nkibench.dialects import NKI
 from nkibench.errors import TaskError
-from nkibench.task.spec import KERNEL_FILE, REFERENCE_FILE, TOML_FILE, TaskSpec, load_task
+from nkibench.task.files import KERNEL_FILE, REFERENCE_FILE, TOML_FILE
+from nkibench.task.spec import TaskSpec, load_task
 from store.projections.library import LibraryProjection
 from store.projections.runner import replay
 from store.recorder import Recorder

@@ -23,7 +23,7 @@ from daemon.logs import configure_logging
 from daemon.service import Daemon, DaemonOptions
 from daemon.web.server import parse_bind
 from events.errors import AccelOptError
-from nkibench.task.spec import FULL
+from nkibench.task.toml import FULL
 from store.projections.library import LibraryProjection
 from store.projections.runner import replay
 

@@ -22,7 +22,8 @@ from agents.search.ids import SEPARATOR
 from daemon.soak.churn import Action, SlotState
 from events.catalog import KernelRemoved, KernelSourceChanged, TaskInvalid
 from nkibench.errors import TaskError
-from nkibench.task.spec import folder_hash, load_task, read_task_files
+from nkibench.task.files import folder_hash, read_task_files
+from nkibench.task.spec import load_task
 from store.projections.library import LibraryProjection, LibraryState
 from store.projections.runner import replay
 from store.schema import events, jobs, projection_snapshots

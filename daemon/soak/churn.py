@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
-from nkibench.task.spec import KERNEL_FILE, REFERENCE_FILE, TOML_FILE
+from nkibench.task.files import KERNEL_FILE, REFERENCE_FILE, TOML_FILE
 
 __all__ = [
     "Action",

@@ -11,12 +11,27 @@ below, and nothing else.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from nkibench.errors import BackendUnavailable
 
-__all__ = ["BACKENDS", "BackendInfo", "backend_info", "dialect_of_backend"]
+__all__ = ["BACKENDS", "BackendInfo", "DeclaredDtype", "backend_info", "dialect_of_backend"]
+
+
+@dataclass(frozen=True)
+class DeclaredDtype:
+    """A backend whose tasks state their dtype and roofline in task.toml, because nothing counts
+    the work of their reference (a PyTorch forward); their matmuls run at the dtype's rate, and
+    their tolerance and seeds follow the dtype."""
+
+    task: str
+    """What messages call such a task ("a Triton task")."""
+    rel_tol: Mapping[str, float]
+    """The default tolerance per dtype."""
+    seeds: tuple[int, ...]
+    """The default seeds."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +48,8 @@ class BackendInfo:
     """One line for the CLI's help."""
     provider: str
     """"module:function" that opens it on this host (see nkibench.backends.open)."""
+    declared_dtype: DeclaredDtype | None = None
+    """Where set, its tasks must give their dtype and roofline in task.toml."""
 
 
 BACKENDS: dict[str, BackendInfo] = {
@@ -62,6 +79,13 @@ BACKENDS: dict[str, BackendInfo] = {
             "measured",
             "Triton on an NVIDIA GPU, or Triton's CPU interpreter for checks",
             "nkibench.backends.triton.provider:open_backend",
+            DeclaredDtype(
+                "a Triton task",
+                # a float32 `tl.dot` runs in tf32 on the GPU (about 3e-4 relative error);
+                # bfloat16 operands land between 1e-3 and 1e-2
+                rel_tol={"float32": 1e-3, "bfloat16": 2e-2, "float16": 5e-3},
+                seeds=(0, 21, 42),
+            ),
         ),
     )
 }

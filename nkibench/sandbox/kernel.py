@@ -13,7 +13,8 @@ import numpy as np
 from nkibench.errors import KernelError
 from nkibench.sandbox.arrays import restore, save_array
 from nkibench.sandbox.loader import kernel_line, load_kernel
-from nkibench.sandbox.static_check import check_resolved, check_source, violation_kind
+from nkibench.sandbox.resolved_check import check_resolved
+from nkibench.sandbox.static_check import check_source, violation_kind
 
 __all__ = ["error_result", "load_phase_kernel", "run_error", "save_outputs", "seed_arguments"]
 
@@ -38,7 +39,7 @@ def load_phase_kernel(request: dict[str, Any]) -> tuple[Any, dict[str, Any] | No
     source = request["kernel_source"]
     violations = check_source(source, display, dialect, torch_compute=torch_compute)
     if not violations:
-        violations = check_resolved(source, dialect, torch_compute=torch_compute)
+        violations = check_resolved(source, dialect)
     if violations:
         message = "; ".join(v.render(display) for v in violations[:5])
         return None, error_result(violation_kind(violations), message, violations[0].line)

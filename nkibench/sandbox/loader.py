@@ -11,7 +11,7 @@ from typing import Any
 from nkibench.dialects import get_dialect
 from nkibench.errors import KernelError
 from nkibench.sandbox.attributes import SETATTR_NAME, checked_setattr, guard_attribute_writes
-from nkibench.sandbox.static_check import FORBIDDEN_NAMES, module_allowed
+from nkibench.sandbox.policy import FORBIDDEN_NAMES, module_allowed
 
 __all__ = ["ImportBlocked", "kernel_line", "load_kernel"]
 

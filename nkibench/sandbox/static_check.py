@@ -22,21 +22,17 @@ with the clearest messages, so it refuses everything it can see:
 - using an imported module other than as `module.<name>`: a module held in a variable hides
   its attributes from the check.
 
-Triton kernels (the `triton` dialect) may import torch and triton instead of NKI; torch's and
-triton's doors to files, other processes, foreign code, other streams, global state and the
-autotuner are refused by their full dotted path. Outside @triton.jit functions, torch may
-only allocate, view and query tensors (TORCH_ALLOWED, and no compute method or `@`) unless
-the task allows torch compute; the kernel child checks the same at run time, op by op
-(nkibench.backends.triton.torch_guard).
-
-NKI kernels may not touch nkisim's own storage behind a tensor (`.data`, `.alloc`...): that
-would compute with NumPy beside the simulator, which then counts no instruction.
+What differs by dialect comes from its record (nkibench.dialects): the paths it refuses with
+everything under them and the packages whose `set_*` are global state (Triton's torch and
+triton: nkibench.policy.triton_code), the guard on its host code's compute (Triton's
+run(): torch only allocates, views and queries tensors outside @triton.jit functions unless
+the task allows torch compute), and the interpreter's internals it may not read (nkisim's
+storage behind an NKI tensor: nkibench.policy.nkisim_code). The tables every dialect
+shares are in nkibench.sandbox.policy.
 
 A list of names can never be complete (typing holds `re`, which holds `enum`, which holds
-builtins as `bltns`), so the kernel's child runs check_resolved too, before any kernel code:
-every attribute chain on an imported module is followed on the real modules, and a chain that
-reaches a module outside the dialect's packages, or numpy's file functions from anywhere, or
-nkisim's own internals, is refused ("rejected") there.
+builtins as `bltns`), so the kernel's child runs check_resolved too
+(nkibench.sandbox.resolved_check).
 
 Python reads attributes by name without an `ast.Attribute` in more places than `.name`; each
 is held to the same rules, or refused where the name cannot be seen (the parsing is in
@@ -110,340 +106,33 @@ Looked at and left allowed, with why:
 from __future__ import annotations
 
 import ast
-import importlib
-import types
 from dataclasses import dataclass
 
-from nkibench.dialects import IMPORT_ROOTS, get_dialect
-from nkibench.errors import ErrorKind, KernelError
+from nkibench.dialects import IMPORT_ROOTS, HostComputeGuard, get_dialect
+from nkibench.errors import ErrorKind
 from nkibench.sandbox.attributes import guarded_targets
 from nkibench.sandbox.named_reads import (
     MATCH_SELF_TYPES,
     binder_names,
     bound_names,
-    pattern_chains,
     template_reads,
 )
-
-__all__ = [
-    "FORBIDDEN_ATTRIBUTES",
-    "FORBIDDEN_MODULE_ATTRIBUTES",
-    "FORBIDDEN_NAMES",
-    "FORBIDDEN_NUMPY_ATTRIBUTES",
-    "FORBIDDEN_PATHS",
-    "INTROSPECTION_ATTRIBUTES",
-    "NKISIM_INTERNALS",
-    "OBJECT_HOOKS",
-    "TENSOR_COMPUTE_METHODS",
-    "TORCH_ALLOWED",
-    "Violation",
-    "check_resolved",
-    "check_source",
-    "module_allowed",
-    "violation_kind",
-]
-
-FORBIDDEN_PATHS = (
-    # files, pickles, processes, foreign code, global state of the process
-    "torch.load",
-    "torch.save",
-    "torch.from_file",
-    "torch.serialization",
-    "torch.hub",
-    "torch.utils",
-    "torch.library",
-    "torch.ops",
-    "torch.classes",
-    "torch.package",
-    "torch.multiprocessing",
-    "torch.distributed",
-    "torch.jit",
-    "torch.compile",
-    "torch.compiler",
-    "torch.fx",
-    "torch.export",
-    "torch.onnx",
-    "torch.profiler",
-    "torch.autograd",
-    "torch.overrides",
-    "torch.testing",
-    "torch.futures",
-    "torch.backends",
-    "torch.use_deterministic_algorithms",
-    "torch.set_default_device",
-    "torch.set_default_dtype",
-    "torch.set_rng_state",
-    "torch.cuda.set_device",
-    "torch.manual_seed",
-    "torch.seed",
-    "torch.random",
-    "torch.cuda.manual_seed",
-    "torch.cuda.memory",
-    "torch.cuda.empty_cache",
-    "torch.cuda.jiterator",
-    "torch.cuda.tunable",
-    "torch.cuda.profiler",
-    # work outside the stream the harness times
-    "torch.cuda.Stream",
-    "torch.cuda.stream",
-    "torch.cuda.set_stream",
-    "torch.cuda.streams",
-    "torch.cuda.ExternalStream",
-    "torch.cuda.graph",
-    "torch.cuda.graphs",
-    "torch.cuda.CUDAGraph",
-    "torch.cuda.Event",
-    "torch.cuda.synchronize",
-    "torch.Stream",
-    "torch.accelerator",
-    "torch.get_device_module",
-    # the compiler's and the runtime's internals, the autotuner (timing runs of its own)
-    "triton.runtime",
-    "triton.compiler",
-    "triton.testing",
-    "triton.tools",
-    "triton.backends",
-    "triton.knobs",
-    "triton.autotune",
-    "triton.Config",
-    "triton.heuristics",
-    # removed from Triton 3.9 (say so before the kernel fails on the GPU host)
-    "triton.language.make_block_ptr",
-    "triton.language.advance",
-    "triton.language.make_tensor_descriptor",
-)
-"""Refused with everything under them. Besides these, any `torch.<...>.set_*` is refused (torch's
-global state: default device and dtype, threads, precision, the current stream)."""
-
-TORCH_ALLOWED = frozenset(
-    {
-        # allocation
-        "torch.empty",
-        "torch.empty_like",
-        "torch.empty_strided",
-        "torch.zeros",
-        "torch.zeros_like",
-        "torch.ones",
-        "torch.ones_like",
-        "torch.full",
-        "torch.full_like",
-        # types and dtypes
-        "torch.Tensor",
-        "torch.Size",
-        "torch.dtype",
-        "torch.device",
-        "torch.finfo",
-        "torch.iinfo",
-        "torch.float32",
-        "torch.float",
-        "torch.float16",
-        "torch.half",
-        "torch.bfloat16",
-        "torch.float64",
-        "torch.double",
-        "torch.float8_e4m3fn",
-        "torch.float8_e5m2",
-        "torch.int8",
-        "torch.int16",
-        "torch.int32",
-        "torch.int",
-        "torch.int64",
-        "torch.long",
-        "torch.uint8",
-        "torch.bool",
-        # queries
-        "torch.is_tensor",
-        "torch.is_floating_point",
-        "torch.numel",
-        "torch.no_grad",
-        "torch.cuda.is_available",
-        "torch.cuda.current_device",
-        "torch.cuda.device_count",
-        "torch.cuda.get_device_properties",
-        "torch.cuda.get_device_capability",
-        "torch.cuda.get_device_name",
-    }
-)
-"""What a Triton task's run() may use of the torch module unless the task allows torch compute:
-allocation, types and queries. Tensor methods that view and query (`.view`, `.reshape`,
-`.contiguous`, `.stride()`, `.shape`, `.numel()`...) are not listed: on an unknown object the
-check refuses compute methods by name instead (TENSOR_COMPUTE_METHODS), and the kernel child
-refuses every aten op outside its allowed set at run time."""
-
-
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
-_TENSOR_COMPUTE = _words(
-    # element-wise math
-    "abs absolute acos acosh asin asinh atan atan2 atanh ceil clamp clamp_max clamp_min clip "
-    "cos cosh erf erfc erfinv exp exp2 expm1 floor frac lerp lgamma log log10 log1p log2 logit "
-    "nan_to_num neg negative pow reciprocal relu round rsqrt sigmoid sign sin sinh sqrt square "
-    "tan tanh trunc "
-    # arithmetic
-    "add sub subtract mul multiply div divide true_divide floor_divide fmod remainder addcmul "
-    "addcdiv hypot maximum minimum fmax fmin logaddexp "
-    # matmuls
-    "matmul mm bmm mv dot vdot addmm addbmm baddbmm addmv addr outer inner kron "
-    # reductions and normalisations
-    "sum mean prod max min amax amin aminmax argmax argmin std var norm logsumexp cumsum "
-    "cumprod cummax cummin all any nansum nanmean median quantile count_nonzero softmax "
-    "log_softmax topk kthvalue "
-    # comparisons and selection
-    "eq ne lt le gt ge greater less isclose isnan isinf isfinite equal allclose where "
-    "masked_fill masked_scatter masked_select gather scatter scatter_add scatter_reduce "
-    "index_select index_add index_copy index_fill index_put put take take_along_dim nonzero "
-    "bitwise_and bitwise_or bitwise_xor bitwise_not logical_and logical_or logical_xor "
-    "logical_not "
-    # new data from old
-    "repeat repeat_interleave tile flip roll rot90 tril triu "
-    # casts, and tensor data read on the host
-    "to type type_as float double half bfloat16 int long short bool byte char cpu cuda numpy "
-    "tolist item "
-    # in place only
-    "fill_ zero_ copy_ set_ uniform_ normal_ random_ bernoulli_ exponential_"
-)
-TENSOR_COMPUTE_METHODS = frozenset(
-    {*_TENSOR_COMPUTE, *(f"{n}_" for n in _TENSOR_COMPUTE if not n.endswith("_"))}
-)
-"""Tensor methods that compute (or read tensor data on the host), refused by name outside
-@triton.jit functions unless the task allows torch compute. (Triton's own tensors have some of
-these names, e.g. `x.to(tl.float32)`: the check leaves @triton.jit bodies alone.)"""
-TORCH_COMPUTE_HINT = (
-    "a Triton task's run() may use torch only to allocate, view and query tensors; compute in "
-    "a @triton.jit kernel (or set allow_torch_compute = true in task.toml)"
+from nkibench.sandbox.policy import (
+    ARRAY_HOOKS,
+    BY_NAME_ATTRIBUTES,
+    FORBIDDEN_ATTRIBUTES,
+    FORBIDDEN_MODULE_ATTRIBUTES,
+    FORBIDDEN_NAMES,
+    FORBIDDEN_NUMPY_ATTRIBUTES,
+    FORMAT_METHODS,
+    INTROSPECTION_ATTRIBUTES,
+    TENSOR_HOOKS,
+    forbidden_path,
+    global_setter,
+    module_allowed,
 )
 
-FORBIDDEN_NAMES = frozenset(
-    {
-        "__import__",
-        "__builtins__",
-        "__loader__",
-        "__spec__",
-        "open",
-        "eval",
-        "exec",
-        "compile",
-        "globals",
-        "locals",
-        "vars",
-        "getattr",
-        "setattr",
-        "delattr",
-        "input",
-        "breakpoint",
-        "help",
-        "exit",
-        "quit",
-        "memoryview",
-    }
-)
-
-# numpy's ways to files, pickles, pointers, foreign code and its own build: refused anywhere
-# under numpy (`np.load`, `np.ma.core.np.load`), but not elsewhere (NKI has nl.load)
-FORBIDDEN_NUMPY_ATTRIBUTES = frozenset(
-    {
-        "load",
-        "save",
-        "savez",
-        "savez_compressed",
-        "savetxt",
-        "ctypeslib",
-        "lib",
-        "testing",
-        "f2py",
-        "distutils",
-        "show_config",
-        "show_runtime",
-        "get_include",
-    }
-)
-# methods and functions reaching files, raw pointers or code from a string: refused on any
-# object (np.rec.fromfile, np.core.records.fromfile, torch.UntypedStorage.from_file, the
-# evaluators of string annotations...)
-FORBIDDEN_ATTRIBUTES = frozenset(
-    {
-        "tofile",
-        "dump",
-        "dumps",
-        "ctypes",
-        "open_memmap",
-        "fromfile",
-        "fromregex",
-        "fromtextfile",
-        "genfromtxt",
-        "loadtxt",
-        "memmap",
-        "DataSource",
-        "from_file",
-        # typing's and functools' evaluators of string annotations: eval() in disguise
-        "get_type_hints",
-        "singledispatch",
-        "singledispatchmethod",
-        "evaluate_forward_ref",
-    }
-)
-# frames, tracebacks, generators' and coroutines' frames, code objects: the way from a kernel's
-# frame to the harness's frames, their locals and their unrestricted builtins
-INTROSPECTION_ATTRIBUTES = frozenset(
-    {
-        "gi_frame",
-        "gi_code",
-        "gi_yieldfrom",
-        "cr_frame",
-        "cr_code",
-        "cr_await",
-        "ag_frame",
-        "ag_code",
-        "f_back",
-        "f_globals",
-        "f_locals",
-        "f_builtins",
-        "f_code",
-        "ag_await",
-        "tb_frame",
-        "tb_next",
-        "co_code",
-    }
-)
-# the standard library's modules that reach the process, files, the network, other objects by
-# name or the interpreter's state; other modules hold them as attributes (`typing.sys`,
-# `np.ma.core.builtins`, `torch.os`), so they are refused as an attribute of anything
-FORBIDDEN_MODULE_ATTRIBUTES = frozenset(
-    _words(
-        "sys os posix nt posixpath ntpath genericpath builtins subprocess importlib imp pkgutil "
-        "runpy zipimport gc inspect types operator ctypes socket socketserver ssl selectors "
-        "asyncio asynchat asyncore concurrent threading multiprocessing signal faulthandler "
-        "atexit io pathlib shutil tempfile glob fileinput filecmp linecache tokenize codecs mmap "
-        "pickle pickletools marshal shelve dbm sqlite3 copyreg traceback tracemalloc weakref "
-        "logging resource fcntl termios pty tty pwd grp getpass platform sysconfig site code "
-        "codeop pdb bdb dis cProfile profile pstats zipfile tarfile gzip bz2 lzma urllib http "
-        "ftplib smtplib poplib imaplib telnetlib webbrowser xmlrpc string unittest doctest pydoc "
-        "distutils"
-    )
-)
-NKISIM_INTERNALS = frozenset(
-    {"data", "alloc", "box", "dims", "producer", "valid", "base", "arrays"}
-)
-"""nkisim's storage and bookkeeping behind an NKI tensor (not part of NKI): refused in NKI
-kernels, which would otherwise compute with NumPy where the simulator counts nothing."""
-# functions that read (and write) attributes by names given as strings: getattr by another name
-BY_NAME_ATTRIBUTES = frozenset({"update_wrapper", "attrgetter", "methodcaller", "getattr_static"})
-TENSOR_HOOKS = frozenset({"__torch_function__", "__torch_dispatch__"})
-ARRAY_HOOKS = frozenset(
-    _words(
-        "__array__ __array_ufunc__ __array_function__ __array_wrap__ __array_prepare__ "
-        "__array_finalize__ __array_priority__ __array_interface__ __array_struct__ "
-        "__cuda_array_interface__ __dlpack__ __dlpack_device__"
-    )
-)
-OBJECT_HOOKS = TENSOR_HOOKS | ARRAY_HOOKS
-"""Names a kernel may not define in any form: a tensor subclass that intercepts torch calls, or
-an object that numpy (or torch, or DLPack) asks for its data or hands the other operands of
-its own calls, answers the harness's checks itself, sees the harness's arrays, or defers work
-past the timer."""
-FORMAT_METHODS = frozenset({"format", "format_map"})
+__all__ = ["Violation", "check_source", "import_bindings", "violation_kind"]
 
 
 @dataclass(frozen=True)
@@ -453,23 +142,6 @@ class Violation:
 
     def render(self, filename: str) -> str:
         return f"{filename} line {self.line}: {self.problem}"
-
-
-def module_allowed(name: str, dialect_name: str) -> bool:
-    return name in get_dialect(dialect_name).allowed_modules
-
-
-def _forbidden_path(path: str) -> str | None:
-    for forbidden in FORBIDDEN_PATHS:
-        if path == forbidden or path.startswith(forbidden + "."):
-            return forbidden
-    return None
-
-
-def _global_setter(path: str) -> bool:
-    """`torch.set_default_dtype`, `torch.cuda.set_sync_debug_mode`...: global state."""
-    parts = path.split(".")
-    return parts[0] in ("torch", "triton") and parts[-1].startswith("set_")
 
 
 def _attribute_problem(name: str, dialect: str) -> str | None:
@@ -490,11 +162,9 @@ def _attribute_problem(name: str, dialect: str) -> str | None:
         )
     if name in FORBIDDEN_MODULE_ATTRIBUTES:
         return f"`.{name}` is the standard library's {name} module, which a kernel may not use"
-    if dialect != "triton" and name in NKISIM_INTERNALS:
-        return (
-            f"`.{name}` is nkisim's own storage behind a tensor, not NKI: move data with "
-            "nl.load / nl.store (or nisa.dma_copy) and compute with nl.* / nisa.*"
-        )
+    internals = get_dialect(dialect).internals
+    if internals is not None and name in internals.names:
+        return f"`.{name}` {internals.problem}"
     return None
 
 
@@ -538,8 +208,7 @@ class _Checker(ast.NodeVisitor):
         dialect: str,
         aliases: dict[str, str],
         modules: dict[str, str],
-        jit_names: frozenset[str],
-        torch_compute: bool,
+        guard: HostComputeGuard | None,
         *,
         tree: ast.Module,
     ) -> None:
@@ -549,19 +218,20 @@ class _Checker(ast.NodeVisitor):
         """Names bound to guarded modules → the module's dotted name."""
         self.modules = modules
         """Names bound to any imported module → its dotted name (paths on them are modules')."""
-        self.jit_names = jit_names
-        """Decorator paths that make a @triton.jit function."""
-        self.torch_compute = torch_compute or dialect != "triton"
-        """Whether torch may compute outside @triton.jit functions."""
+        self.guard = guard
+        """What the kernel's host code may use of its tensor library (None: anything the rest
+        of the check allows)."""
+        self.device_decorators = _device_decorators(tree, guard)
+        """Names bound to the guard's device-kernel decorator (`from triton import jit`)."""
         self._receivers: set[int] = set()
-        self._jit_depth = 0
+        self._device_depth = 0
         self._object_writes: set[int] = set()
         """Attribute targets the loader guards (nkibench.sandbox.attributes), where the
         dialect lets kernels set attributes on their own objects."""
         self._objects = get_dialect(dialect).object_base is not None
         self._bound = bound_names(tree)
         """Every name the kernel binds (`int` among them is not the builtin)."""
-        self._imported = _import_bindings(tree)
+        self._imported = import_bindings(tree)
         self._format_templates: dict[int, str] = {}
         """`str.format` attributes called with a literal template → the template."""
         self._seen_calls: set[int] = set()
@@ -580,9 +250,20 @@ class _Checker(ast.NodeVisitor):
         """`node` is the builtin `name` (a Name the kernel never rebinds)."""
         return isinstance(node, ast.Name) and node.id == name and name not in self._bound
 
-    def _computes(self, name: str) -> bool:
-        """`.name` is a torch compute method, where that is refused."""
-        return not self.torch_compute and not self._jit_depth and name in TENSOR_COMPUTE_METHODS
+    def _host_guard(self) -> HostComputeGuard | None:
+        """The guard, where it applies: outside every device kernel."""
+        return None if self._device_depth else self.guard
+
+    def _compute_problem(self, name: str) -> str | None:
+        """What is wrong with `.name` as a compute method of the guarded library (None:
+        nothing, or not here)."""
+        guard = self._host_guard()
+        if guard is None or name not in guard.compute_methods:
+            return None
+        return (
+            f"`.{name}` computes with {guard.library_name} outside a @{guard.device_decorator} "
+            f"kernel: {guard.hint}"
+        )
 
     def _read_problem(self, name: str) -> str | None:
         """What is wrong with reading `name` from an object the source does not name (a
@@ -594,12 +275,7 @@ class _Checker(ast.NodeVisitor):
             problem = f"`{name}` is not allowed in a kernel"
         if problem is None and name in FORBIDDEN_NUMPY_ATTRIBUTES:
             problem = f"`.{name}` (files, pickles or pointers) is not allowed"
-        if problem is None and self._computes(name):
-            problem = (
-                f"`.{name}` computes with PyTorch outside a @triton.jit kernel: "
-                f"{TORCH_COMPUTE_HINT}"
-            )
-        return problem
+        return problem or self._compute_problem(name)
 
     def _flag(self, node: ast.AST, problem: str) -> None:
         self.violations.append(Violation(getattr(node, "lineno", 0), problem))
@@ -637,9 +313,9 @@ class _Checker(ast.NodeVisitor):
                     self._flag(node, "`import *` is not allowed")
                 elif (
                     numpy_io
-                    or _forbidden_path(full)
+                    or forbidden_path(full, self.dialect)
                     or _attribute_problem(alias.name, self.dialect)
-                    or self._torch_refused(full)
+                    or self._library_problem(full)
                 ):
                     self._flag(node, f"import of {full!r} is not allowed")
         self.generic_visit(node)
@@ -680,16 +356,20 @@ class _Checker(ast.NodeVisitor):
             return ".".join([names[value.id], *reversed(parts)])
         return None
 
-    def _torch_refused(self, path: str) -> bool:
-        """A torch path outside the allocation, view and query set, where that matters."""
+    def _library_problem(self, path: str) -> str | None:
+        """What is wrong with a path on the guarded library outside its allocation, view and
+        query set (in device kernels too: they do not call the library); None: nothing."""
+        guard = self.guard
         root = path.split(".", maxsplit=1)[0]
-        return not self.torch_compute and root == "torch" and path not in TORCH_ALLOWED
+        if guard is None or root != guard.library or path in guard.allowed:
+            return None
+        return f"`{path}` is not an allocation, view or query: {guard.hint}"
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         inner = id(node) in self._receivers  # the outer attribute of its chain checks the path
         self._receivers.add(id(node.value))
         path = self._dotted(node, self.aliases)
-        forbidden = _forbidden_path(path) if path else None
+        forbidden = forbidden_path(path, self.dialect) if path else None
         numpy_path = path is not None and path.split(".")[0] == "numpy"
         problem = _attribute_problem(node.attr, self.dialect)
         writable = (
@@ -710,16 +390,16 @@ class _Checker(ast.NodeVisitor):
             self._flag(node, problem)
         elif numpy_path and node.attr in FORBIDDEN_NUMPY_ATTRIBUTES:
             self._flag(node, f"`.{node.attr}` (files, pickles or pointers) is not allowed")
-        elif path and not forbidden and not inner and _global_setter(path):
-            self._flag(node, f"`{path}` changes torch's or triton's global state")
-        elif path and not forbidden and not inner and self._torch_refused(path):
-            self._flag(node, f"`{path}` is not an allocation, view or query: {TORCH_COMPUTE_HINT}")
-        elif self._computes(node.attr) and self._dotted(node, self.modules) is None:
-            self._flag(
-                node,
-                f"`.{node.attr}` computes with PyTorch outside a @triton.jit kernel: "
-                f"{TORCH_COMPUTE_HINT}",
-            )
+        elif path and not forbidden and not inner and global_setter(path, self.dialect):
+            roots = get_dialect(self.dialect).global_state_roots
+            owners = " or ".join(f"{root}'s" for root in roots)
+            self._flag(node, f"`{path}` changes {owners} global state")
+        elif path and not forbidden and not inner and (library := self._library_problem(path)):
+            self._flag(node, library)
+        elif (compute := self._compute_problem(node.attr)) and self._dotted(
+            node, self.modules
+        ) is None:
+            self._flag(node, compute)
         if node.attr in FORMAT_METHODS:
             self._format_method(node)
         if path == "functools.wraps":
@@ -824,10 +504,12 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _matmul(self, node: ast.BinOp | ast.AugAssign) -> None:
-        if not self.torch_compute and not self._jit_depth and isinstance(node.op, ast.MatMult):
+        guard = self._host_guard()
+        if guard is not None and isinstance(node.op, ast.MatMult):
             self._flag(
                 node,
-                f"`@` is a PyTorch matmul outside a @triton.jit kernel: {TORCH_COMPUTE_HINT}",
+                f"`@` is a {guard.library_name} matmul outside a @{guard.device_decorator} "
+                f"kernel: {guard.hint}",
             )
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
@@ -853,13 +535,16 @@ class _Checker(ast.NodeVisitor):
         if self._objects:
             self._object_writes.update(id(t) for t in guarded_targets(node))
 
-    def _is_jit(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    def _is_device_kernel(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        if self.guard is None:
+            return False
         for decorator in node.decorator_list:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            if isinstance(target, ast.Name) and target.id in self.jit_names:
+            if isinstance(target, ast.Name) and target.id in self.device_decorators:
                 return True
-            if isinstance(target, ast.Attribute) and self._dotted(target, self.modules) in (
-                "triton.jit",
+            if (
+                isinstance(target, ast.Attribute)
+                and self._dotted(target, self.modules) == self.guard.device_decorator
             ):
                 return True
         return False
@@ -880,10 +565,10 @@ class _Checker(ast.NodeVisitor):
                 and not decorator.keywords
             ):
                 self._seen_calls.add(id(decorator.func))
-        jit = self._is_jit(node)
-        self._jit_depth += jit
+        device = self._is_device_kernel(node)
+        self._device_depth += device
         self.generic_visit(node)
-        self._jit_depth -= jit
+        self._device_depth -= device
 
 
 def _module_aliases(tree: ast.Module, modules: tuple[str, ...]) -> dict[str, str]:
@@ -905,14 +590,17 @@ def _module_aliases(tree: ast.Module, modules: tuple[str, ...]) -> dict[str, str
     return aliases
 
 
-def _jit_names(tree: ast.Module) -> frozenset[str]:
-    """Names bound to triton.jit by `from triton import jit [as x]`."""
+def _device_decorators(tree: ast.Module, guard: HostComputeGuard | None) -> frozenset[str]:
+    """Names bound to the guard's device-kernel decorator by `from triton import jit [as x]`."""
+    if guard is None:
+        return frozenset()
+    module, _, name = guard.device_decorator.rpartition(".")
     return frozenset(
         a.asname or a.name
         for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.module == "triton" and not node.level
+        if isinstance(node, ast.ImportFrom) and node.module == module and not node.level
         for a in node.names
-        if a.name == "jit"
+        if a.name == name
     )
 
 
@@ -928,9 +616,9 @@ def check_source(
 ) -> list[Violation]:
     """The violations of the allow-list in a kernel's source (empty: allowed).
 
-    `torch_compute`: the task lets a Triton kernel's run() compute with PyTorch
-    (task.toml's allow_torch_compute). A syntax error is reported as a violation too, so
-    callers get one list to show.
+    `torch_compute`: the task lets the kernel's host code compute with its tensor library
+    (task.toml's allow_torch_compute; the dialect's HostComputeGuard is then off). A syntax
+    error is reported as a violation too, so callers get one list to show.
     """
     try:
         tree = ast.parse(source, filename=filename)
@@ -941,24 +629,14 @@ def check_source(
         dialect,
         _module_aliases(tree, record.guarded_modules),
         _module_aliases(tree, record.allowed_modules),
-        _jit_names(tree),
-        torch_compute,
+        None if torch_compute else record.host_compute,
         tree=tree,
     )
     checker.visit(tree)
     return checker.violations
 
 
-def _reachable_module(name: str, dialect: str) -> bool:
-    """A module a kernel of `dialect` may reach through attributes: one it may import, or one
-    inside the dialect's packages."""
-    record = get_dialect(dialect)
-    return name in record.allowed_modules or any(
-        name == root or name.startswith(root + ".") for root in record.package_roots
-    )
-
-
-def _import_bindings(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
+def import_bindings(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
     """Names bound by imports → (module, attribute or None)."""
     bound: dict[str, tuple[str, str | None]] = {}
     for node in ast.walk(tree):
@@ -973,156 +651,3 @@ def _import_bindings(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
                 if a.name != "*":
                     bound[a.asname or a.name] = (node.module, a.name)
     return bound
-
-
-class _Resolver:
-    """Follows attribute chains on the real modules (inside the kernel's child only)."""
-
-    def __init__(self, dialect: str, torch_compute: bool) -> None:
-        self.dialect = dialect
-        self.torch_compute = torch_compute or dialect != "triton"
-        self.violations: list[Violation] = []
-
-    def step(self, node: ast.AST, holder: object, path: str, attr: str, written: str) -> object:
-        """`holder.attr` (holder's canonical path `path`), or raises _Stop after a violation
-        or where the chain cannot be followed without running the kernel."""
-        full = f"{path}.{attr}"
-        on_numpy = isinstance(holder, types.ModuleType) and holder.__name__.startswith("numpy")
-        if on_numpy and attr in FORBIDDEN_NUMPY_ATTRIBUTES:
-            return self.refuse(node, f"`{written}` is numpy's {attr} (files, pickles or pointers)")
-        try:
-            value = getattr(holder, attr)
-        except KernelError as e:
-            if e.kind == "rejected":
-                return self.refuse(node, e.message)
-            raise _Stop from None
-        except Exception:
-            raise _Stop from None  # running it raises the same, with the kernel's line
-        if isinstance(value, types.ModuleType):
-            if not _reachable_module(value.__name__, self.dialect):
-                return self.refuse(
-                    node, f"`{written}` is the module {value.__name__}, which a kernel may not use"
-                )
-            full = value.__name__
-        forbidden = _forbidden_path(full)
-        if forbidden or _global_setter(full):
-            return self.refuse(node, f"`{written}` is {full}, which a kernel may not use")
-        return value
-
-    def follow(
-        self, node: ast.AST, roots: dict[str, tuple[object, str]], expression: ast.expr
-    ) -> tuple[object, str, str]:
-        """An attribute chain on an imported module (`nl.tile.shape`) followed to its value:
-        (value, canonical path, the chain as written); _Stop where it is refused, cannot be
-        followed, or is not such a chain."""
-        chain: list[str] = []
-        value = expression
-        while isinstance(value, ast.Attribute):
-            chain.append(value.attr)
-            value = value.value
-        if not (isinstance(value, ast.Name) and value.id in roots):
-            raise _Stop
-        holder, path = roots[value.id]
-        written = value.id
-        for attr in reversed(chain):
-            written = f"{written}.{attr}"
-            holder = self.step(node, holder, path, attr, written)
-            path = _canonical(holder, f"{path}.{attr}")
-        return holder, path, written
-
-    def refuse(self, node: ast.AST, problem: str) -> object:
-        self.violations.append(Violation(getattr(node, "lineno", 0), problem))
-        raise _Stop
-
-    def root(self, node: ast.AST, name: str, module: str, attr: str | None) -> tuple[object, str]:
-        try:
-            value: object = importlib.import_module(module)
-        except Exception:
-            raise _Stop from None
-        if attr is None:
-            return value, module
-        return self.step(node, value, module, attr, f"{module}.{attr}"), f"{module}.{attr}"
-
-
-class _Stop(Exception):
-    """A chain that is refused, or that cannot be followed before the kernel runs."""
-
-
-def check_resolved(source: str, dialect: str, *, torch_compute: bool = False) -> list[Violation]:
-    """The attribute chains of a kernel that passed check_source, followed on the real
-    modules: every module a chain reaches must be one the kernel may use (`typing.stdlib_re`
-    is `re`, whose `enum.bltns` is `builtins`: no name list sees that), and numpy's file
-    functions stay refused wherever numpy is reached from (`nl.np.load`). It imports the
-    kernel's modules, so it runs in the kernel's child, after nkisim's shadow modules are
-    installed and before the kernel's own code runs."""
-    tree = ast.parse(source)
-    bindings = _import_bindings(tree)
-    resolver = _Resolver(dialect, torch_compute)
-    roots: dict[str, tuple[object, str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            for a in node.names:
-                name = a.asname or a.name.split(".")[0]
-                if name in bindings and name not in roots:
-                    try:
-                        roots[name] = resolver.root(node, name, *bindings[name])
-                    except _Stop:
-                        continue
-    receivers: set[int] = set()
-    for node in ast.walk(tree):  # outer attributes come before their receivers
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            bound = roots.get(node.id)
-            if bound and isinstance(bound[0], types.ModuleType) and id(node) not in receivers:
-                resolver.violations.append(Violation(node.lineno, _module_value(node.id, bound[1])))
-            continue
-        if isinstance(node, ast.Match):
-            _follow_patterns(resolver, roots, node)
-        if not isinstance(node, ast.Attribute):
-            continue
-        receivers.add(id(node.value))
-        if id(node) in receivers:
-            continue
-        try:
-            holder, path, written = resolver.follow(node, roots, node)
-        except _Stop:
-            continue
-        if isinstance(holder, types.ModuleType):  # `m = np.ma`: a module held as a value
-            resolver.violations.append(Violation(node.lineno, _module_value(written, path)))
-    return resolver.violations
-
-
-def _follow_patterns(
-    resolver: _Resolver, roots: dict[str, tuple[object, str]], match: ast.Match
-) -> None:
-    """`match nl.tile: case object(np=n)` is `n = nl.tile.np`: the chains of a match statement's
-    class patterns are followed from its subject like attribute chains."""
-    try:
-        subject = resolver.follow(match, roots, match.subject)
-    except _Stop:
-        return  # not a chain on an imported module
-    for case in match.cases:
-        for chain, binds in pattern_chains(case.pattern):
-            holder, path, written = subject
-            try:
-                for attr in chain:
-                    written = f"{written}.{attr}"
-                    holder = resolver.step(case.pattern, holder, path, attr, written)
-                    path = _canonical(holder, f"{path}.{attr}")
-            except _Stop:
-                continue
-            if binds and isinstance(holder, types.ModuleType):
-                line = case.pattern.lineno
-                resolver.violations.append(Violation(line, _module_value(written, path)))
-
-
-def _module_value(written: str, module: str) -> str:
-    return (
-        f"`{written}` is the module {module}, which a kernel may only use as "
-        f"{written}.<name> (held as a value, its attributes are out of the check's sight)"
-    )
-
-
-def _canonical(value: object, path: str) -> str:
-    """A module's own name (`typing.stdlib_re` is `re`); anything else, the path it was
-    reached by."""
-    return value.__name__ if isinstance(value, types.ModuleType) else path

@@ -27,7 +27,8 @@ from daemon.soak.run import SOAK_TASKS, SoakConfig, daemon_command
 from daemon.soak.sampler import ProcessProbe, Sample, survivors
 from nkibench.errors import TaskError
 from nkibench.suites import NKI_LEGACY_SUITE
-from nkibench.task.spec import folder_hash, load_task, read_task_files
+from nkibench.task.files import folder_hash, read_task_files
+from nkibench.task.spec import load_task
 from store.projections.library import LibraryState, TaskRecord
 
 # --- growth -------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ import pytest
 
 from events.catalog import LLMCallCompleted, PortAttempted, PortFinished, PortStarted
 from nkibench.suites import NKI_LEGACY_SUITE, NKI_SUITE
-from nkibench.task.spec import folder_hash, load_task, read_task_files
+from nkibench.task.files import folder_hash, read_task_files
+from nkibench.task.spec import load_task
 from tests.e2e.test_agents import llm_environment
 from tests.support.cli import events_of, run_cli
 from tests.support.llm_server import Reply, Request, running_llm

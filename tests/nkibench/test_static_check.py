@@ -13,7 +13,8 @@ import pytest
 
 from nkibench.benchmarks.nki import suite_tasks
 from nkibench.dialects import detect_dialect
-from nkibench.sandbox.static_check import check_resolved, check_source, violation_kind
+from nkibench.sandbox.resolved_check import check_resolved
+from nkibench.sandbox.static_check import check_source, violation_kind
 from nkibench.suites import GPU_SUITE, NKI_LEGACY_SUITE, NKI_SUITE
 from tests.support import DATA, REPOSITORY
 from tests.support.nki_helpers import shadow_modules

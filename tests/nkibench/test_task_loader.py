@@ -16,8 +16,10 @@ from nkibench.dialects import check_target, needs_port
 from nkibench.errors import TaskError
 from nkibench.sandbox.reference import load_reference
 from nkibench.suites import GPU_SUITE
+from nkibench.task.files import FILE_LIMITS, folder_hash, read_task_files
 from nkibench.task.safe_eval import module_constants
-from nkibench.task.spec import FILE_LIMITS, FULL, folder_hash, load_task, read_task_files
+from nkibench.task.spec import load_task
+from nkibench.task.toml import FULL
 from tests.support import DATA
 
 REFERENCE = """\
