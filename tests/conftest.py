@@ -26,6 +26,23 @@ PG_URL = os.environ.get("ACCELOPT_TEST_PG_URL", "postgresql://postgres@127.0.0.1
 E2E = Path(__file__).with_name("e2e")
 
 
+TEST_KNOBS = ("ACCELOPT_TEST_PG_URL", "ACCELOPT_NEURON", "ACCELOPT_NEURON_CORE")
+"""The suite's own settings (read as its files are imported), not accelopt's."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def clean_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """No test sees the developer's accelopt settings (ACCELOPT_DB, ACCELOPT_LLM_*, ...), and
+    none writes under their home: ACCELOPT_HOME is a temporary folder for the whole session. A
+    test that wants a setting sets it itself."""
+    home = tmp_path_factory.mktemp("accelopt-home")
+    with pytest.MonkeyPatch.context() as patch:
+        for key in [k for k in os.environ if k.startswith("ACCELOPT_") and k not in TEST_KNOBS]:
+            patch.delenv(key)
+        patch.setenv("ACCELOPT_HOME", str(home))
+        yield home
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Everything under tests/e2e runs real processes end to end: `slow` (make test runs it,
     make check does not)."""

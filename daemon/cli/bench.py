@@ -14,6 +14,7 @@ from rich.table import Table
 from daemon.backends import open_for_command
 from daemon.benchmark import DAEMON_TARGETS, run_daemon_benchmark
 from daemon.cli.context import app_context, open_migrated_store
+from daemon.cli.fidelity import fidelity_command
 from daemon.cli.options import (
     database_option,
     json_option,
@@ -682,3 +683,6 @@ def _soak_notes(result: dict[str, Any]) -> None:
         click.echo(f"daemon warning x{times}: {message}")
     for error in result["churn"]["errors"]:
         click.echo(f"churn error: {error}")
+
+
+bench.add_command(fidelity_command)

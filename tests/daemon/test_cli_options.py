@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import click
 import pytest
 
 from daemon.cli import cli
@@ -73,7 +74,10 @@ WITHOUT_DATABASE = {
 
 def test_every_command_that_uses_a_database_takes_db_after_its_name() -> None:
     missing = []
-    for name, command in cli.commands.items():
+    context = click.Context(cli)
+    for name in cli.list_commands(context):
+        command = cli.get_command(context, name)
+        assert command is not None
         subcommands = getattr(command, "commands", None)
         for label, sub in (
             {f"{name} {n}": c for n, c in subcommands.items()} if subcommands else {name: command}
