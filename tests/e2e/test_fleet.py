@@ -140,10 +140,11 @@ import numpy as np
 
 M = 128
 N = 64
+REFERENCE_SLEEP_S = 12
 
 
 def get_inputs():
-    time.sleep(5)
+    time.sleep(REFERENCE_SLEEP_S)
     return [np.random.normal(size=(M, N)).astype(np.float32)]
 
 
@@ -172,17 +173,19 @@ def test_a_worker_killed_in_the_middle_of_a_job_leaves_it_to_another(
         first.start()
         coordinator.start()
 
-        def running_on_first() -> list[int]:
-            listed = jobs(coordinator)
-            if not (listed and listed[0]["status"] == "running"):
+        def running_on_first() -> list[dict[str, Any]]:
+            # the cheap look first; the listing (a CLI process) only once a child runs
+            if not first.kernels():
                 return []
-            return first.kernels()
+            listed = jobs(coordinator)
+            return listed if listed and listed[0]["status"] == "running" else []
 
-        wait_until(running_on_first, 60, "the job's kernel process on the first worker")
-        (job,) = jobs(coordinator)
-        assert job["worker"] == "h1/0"
+        # killed at once: the reference sleeps 12 s (SLOW_REFERENCE), far longer than a look
+        # takes on a loaded machine, so the job is still in its first phase when the worker dies
+        (job,) = wait_until(running_on_first, 60, "the job's kernel process on the first worker")
         killed = time.monotonic()
         first.stop(signal.SIGKILL)
+        assert job["worker"] == "h1/0"
         wait_until(lambda: not first.kernels(), 10, "the killed worker's kernel processes to end")
         second.start()  # only now: the job can only be the killed worker's, run again
         wait_until(lambda: coordinator.events(ProfileRecorded), 90, "the job's result")
