@@ -37,14 +37,15 @@ fmt: $(STAMP)
 
 # Everything, as CI runs it: the end-to-end tests (slow) and PostgreSQL's included. Two
 # workers (pytest-xdist), each taking whole files: the slow tests mostly wait on daemons,
-# children and locks, and a file's tests share its fixtures. It ends with a coverage report
+# children and locks, and a file's tests share its fixtures. It prints the slowest tests, and
+# ends with a coverage report
 # (pytest-cov; a report, not a gate): the lines the tests' own processes ran, per file that
 # misses some, and the total. Code run only in child processes (a daemon started end to end,
 # the sandbox's children) is not counted. COVERAGE= turns it off.
 PYTEST_WORKERS ?= -n 2 --dist loadfile
 COVERAGE ?= --cov --cov-report=term:skip-covered
 test: lint
-	$(BIN)/pytest $(PYTEST_WORKERS) $(COVERAGE)
+	$(BIN)/pytest $(PYTEST_WORKERS) --durations=15 $(COVERAGE)
 
 # The fast loop while working: lint, types, and the tests that need neither a real daemon
 # process end to end nor the PostgreSQL server.
