@@ -20,14 +20,21 @@ from store.engine import make_engine, normalize_url
 from store.memory import MemoryEventStore
 from store.migrate import upgrade
 from store.sql import SqlEventStore
+from tests.support.daemon_process import HOST_SETTINGS
 from tests.support.postgres import PostgresServer
 
 PG_URL = os.environ.get("ACCELOPT_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 E2E = Path(__file__).with_name("e2e")
 
 
-TEST_KNOBS = ("ACCELOPT_TEST_PG_URL", "ACCELOPT_NEURON", "ACCELOPT_NEURON_CORE")
-"""The suite's own settings (read as its files are imported), not accelopt's."""
+TEST_KNOBS = (
+    "ACCELOPT_TEST_PG_URL",
+    "ACCELOPT_NEURON",
+    "ACCELOPT_NEURON_CORE",
+    *HOST_SETTINGS,
+)
+"""The suite's own settings (read as its files are imported), and the host's sandbox settings
+(a GPU host in gVisor runs without bubblewrap: ACCELOPT_SANDBOX=none), not a developer's."""
 
 
 @pytest.fixture(scope="session", autouse=True)
