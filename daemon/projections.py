@@ -1,10 +1,11 @@
-"""The projections the CLI and daemon know by name."""
+"""The projections the CLI and daemon know by name (`accelopt projection NAME`)."""
 
 from collections.abc import Callable
 from typing import Any
 
 from agents.memory import MemoryProjection
-from daemon.portfolio import PortfolioProjection
+from daemon.coordinator.portfolio import PortfolioProjection
+from daemon.views.report.model import ReportProjection
 from events.projection import Projection
 from store.base import EventStore
 from store.projections.library import LibraryProjection
@@ -15,6 +16,7 @@ PROJECTIONS: dict[str, Callable[[], Projection[Any]]] = {
     "library": LibraryProjection,
     "memory": MemoryProjection,
     "portfolio": PortfolioProjection,
+    "report": ReportProjection,
 }
 
 

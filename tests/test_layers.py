@@ -93,13 +93,32 @@ CONFINED: dict[str, tuple[str, ...]] = {
     ),
     "torch": ("nkibench.backends.triton",),
     "triton": ("nkibench.backends.triton",),
-    "matplotlib": ("daemon.report",),
-    "jinja2": ("daemon.report",),
-    "starlette": ("daemon.web",),
-    "uvicorn": ("daemon.web",),
-    "prometheus_client": ("daemon.web",),
+    "matplotlib": ("daemon.views.report",),
+    "jinja2": ("daemon.views.report",),
+    "starlette": ("daemon.views.web",),
+    "uvicorn": ("daemon.views.web",),
+    "prometheus_client": ("daemon.views.web",),
 }
 """Each heavy third-party package and the only modules (or packages) that may import it."""
+
+DAEMON_FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "daemon.process": (
+        "daemon.cli",
+        "daemon.coordinator",
+        "daemon.workers",
+        "daemon.views",
+        "daemon.bench",
+    ),
+    "daemon.views": ("daemon.cli", "daemon.coordinator", "daemon.workers", "daemon.bench"),
+    "daemon.workers": ("daemon.cli", "daemon.coordinator", "daemon.views", "daemon.bench"),
+    "daemon.coordinator": ("daemon.cli", "daemon.bench"),
+    "daemon.bench": ("daemon.cli",),
+}
+"""The daemon's rooms, by the process that runs them: what each must not import. Views only
+read (no coordinator or worker code in a report); a worker host runs no coordinator code;
+nothing but the CLI reaches the benchmarks (BENCH_IMPORTERS), and no room reaches the CLI."""
+BENCH_IMPORTERS = ("daemon.bench", "daemon.cli.bench")
+"""The only modules that import the benchmarks, the soak and the scripted LLM (and the tests)."""
 
 Kind = Literal["runtime", "function", "type"]
 """Where an import stands: at module level, inside a function, under `if TYPE_CHECKING:`."""
@@ -371,6 +390,23 @@ def confinement_breaches(
     )
 
 
+def room_breaches(
+    edges: Iterable[Edge],
+    forbidden: Mapping[str, tuple[str, ...]] = DAEMON_FORBIDDEN,
+    bench_importers: tuple[str, ...] = BENCH_IMPORTERS,
+) -> list[str]:
+    """Imports between the daemon's rooms that DAEMON_FORBIDDEN and BENCH_IMPORTERS rule out."""
+    breaches = set()
+    for e in edges:
+        for room, banned in forbidden.items():
+            if _under(e.importer, room) and any(_under(e.imported, b) for b in banned):
+                breaches.add(f"{e.importer} imports {e.imported} ({e.kind})")
+        bench = bench_importers[0]
+        if _under(e.imported, bench) and not any(_under(e.importer, m) for m in bench_importers):
+            breaches.add(f"{e.importer} imports {e.imported} ({e.kind})")
+    return sorted(breaches)
+
+
 def stale_exceptions(edges: Iterable[Edge], *listed: Mapping[tuple[str, str], str]) -> list[str]:
     pairs = {(e.importer, e.imported) for e in edges}
     return sorted(
@@ -408,6 +444,10 @@ def test_agents_take_result_types_and_dialects_from_nkibench(edges: list[Edge]) 
 
 def test_each_heavy_third_party_package_stays_in_its_room(edges: list[Edge]) -> None:
     assert confinement_breaches(edges) == []
+
+
+def test_each_daemon_room_imports_only_what_its_process_runs(edges: list[Edge]) -> None:
+    assert room_breaches(edges) == []
 
 
 def test_every_listed_exception_still_occurs(edges: list[Edge]) -> None:
@@ -521,14 +561,32 @@ def test_agents_reaching_past_result_types_and_dialects_is_found() -> None:
 def test_a_heavy_package_outside_its_room_is_found() -> None:
     graph = [
         Edge("agents.llm", "openai.OpenAI", "runtime"),
-        Edge("daemon.report.plots", "matplotlib.pyplot", "function"),
-        Edge("daemon.service", "uvicorn", "function"),
+        Edge("daemon.views.report.plots", "matplotlib.pyplot", "function"),
+        Edge("daemon.coordinator.service", "uvicorn", "function"),
         Edge("nkibench.backends.triton.phases", "torch", "function"),
         Edge("nkibench.harness", "torch", "function"),
     ]
     assert confinement_breaches(graph) == [
-        "daemon.service imports uvicorn (function)",
+        "daemon.coordinator.service imports uvicorn (function)",
         "nkibench.harness imports torch (function)",
+    ]
+
+
+def test_an_import_across_the_daemon_rooms_is_found() -> None:
+    graph = [
+        Edge("daemon.views.report.view", "daemon.coordinator.portfolio", "type"),
+        Edge("daemon.workers.host", "daemon.coordinator.library", "function"),
+        Edge("daemon.coordinator.service", "daemon.bench.scripted_llm", "runtime"),
+        Edge("daemon.projections", "daemon.bench.soak", "runtime"),
+        Edge("daemon.cli.bench", "daemon.bench.soak", "runtime"),
+        Edge("daemon.coordinator.service", "daemon.workers.worker", "runtime"),
+        Edge("daemon.views.web.app", "daemon.views.report.model", "runtime"),
+    ]
+    assert room_breaches(graph) == [
+        "daemon.coordinator.service imports daemon.bench.scripted_llm (runtime)",
+        "daemon.projections imports daemon.bench.soak (runtime)",
+        "daemon.views.report.view imports daemon.coordinator.portfolio (type)",
+        "daemon.workers.host imports daemon.coordinator.library (function)",
     ]
 
 

@@ -23,8 +23,8 @@ from daemon.cli.options import (
     search_options,
 )
 from daemon.cli.render import emit_json, print_table
-from daemon.profiling import LocalProfiler
 from daemon.revisions import record_task
+from daemon.workers.profiling import LocalProfiler
 from nkibench.task.spec import load_task
 from nkibench.task.toml import FULL
 from store.projections.library import LibraryProjection

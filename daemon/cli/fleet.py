@@ -10,13 +10,13 @@ from typing import Any
 import click
 from rich.table import Table
 
-from daemon.allocator import limit_arenas
 from daemon.backends import parse_devices
 from daemon.cli.context import app_context
 from daemon.cli.options import database_option, device_list, json_option, log_level_option
 from daemon.cli.render import emit_json, print_table
-from daemon.fleet import SLEEP_BACKEND, WorkerOptions, run_worker
-from daemon.logs import configure_logging
+from daemon.process.allocator import limit_arenas
+from daemon.process.logs import configure_logging
+from daemon.workers.host import SLEEP_BACKEND, WorkerOptions, run_worker
 from nkibench.backends import BACKENDS
 from nkibench.targets import TRAINIUM
 from store.jobs.fleet import FleetJobQueue, JobListing, sql_listing

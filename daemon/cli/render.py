@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from daemon.report.view import latency_text
+from daemon.views.report.view import latency_text
 from events.envelope import StoredEvent
 from store.projections.library import LibraryState, PlatformRecord
 

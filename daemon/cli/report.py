@@ -10,10 +10,10 @@ import click
 from daemon.cli.context import app_context
 from daemon.cli.options import database_option, json_option, until_option, until_target
 from daemon.cli.render import emit_json, write_file
-from daemon.report.fleet import busy_by_device
-from daemon.report.html import render_report, report_view
-from daemon.report.model import ReportProjection
-from daemon.report.view import build_view
+from daemon.views.report.fleet import busy_by_device
+from daemon.views.report.html import render_report, report_view
+from daemon.views.report.model import ReportProjection
+from daemon.views.report.view import build_view
 from store.projections.runner import replay
 
 __all__ = ["report_command"]

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from daemon.allocator import limit_arenas
 from daemon.cli.context import app_context
 from daemon.cli.options import (
     database_option,
@@ -18,10 +17,11 @@ from daemon.cli.options import (
     search_options,
 )
 from daemon.cli.render import write_file
-from daemon.library import export_text
-from daemon.logs import configure_logging
-from daemon.service import Daemon, DaemonOptions
-from daemon.web.server import parse_bind
+from daemon.coordinator.library import export_text
+from daemon.coordinator.service import Daemon, DaemonOptions
+from daemon.process.allocator import limit_arenas
+from daemon.process.logs import configure_logging
+from daemon.views.web.server import parse_bind
 from events.errors import AccelOptError
 from nkibench.task.toml import FULL
 from store.projections.library import LibraryProjection

@@ -8,9 +8,9 @@ import click
 
 from daemon.cli.context import app_context
 from daemon.cli.options import database_option, log_level_option
-from daemon.logs import configure_logging
-from daemon.signals import stop_on_signals
-from daemon.web.server import DEFAULT_BIND, WebServer, parse_bind
+from daemon.process.logs import configure_logging
+from daemon.process.signals import stop_on_signals
+from daemon.views.web.server import DEFAULT_BIND, WebServer, parse_bind
 
 __all__ = ["serve_command"]
 

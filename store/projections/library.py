@@ -94,8 +94,8 @@ class TaskRecord:
 @dataclass(frozen=True, slots=True)
 class Promotion:
     """A kernel promoted for its task's current revision and not demoted since, with all
-    its provenance header says (`daemon/library.py:export_text`), so that nothing needs to
-    read the log again to write the library folder or export it."""
+    its provenance header says (`daemon/coordinator/library.py:export_text`), so that nothing
+    needs to read the log again to write the library folder or export it."""
 
     task: str
     candidate_id: str

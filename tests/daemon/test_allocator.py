@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from daemon.allocator import DAEMON_ARENAS, limit_arenas
+from daemon.process.allocator import DAEMON_ARENAS, limit_arenas
 
 PROGRAM = """
 import ctypes, sys, threading
-from daemon.allocator import limit_arenas
+from daemon.process.allocator import limit_arenas
 applied = limit_arenas() if sys.argv[1] == "cap" else None
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p
@@ -77,7 +77,7 @@ def test_the_limit_is_not_set_where_the_environment_chose(monkeypatch: pytest.Mo
 
 TRIM = """
 import ctypes
-from daemon.allocator import resident_bytes, return_free_memory
+from daemon.process.allocator import resident_bytes, return_free_memory
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p
 libc.malloc.argtypes = (ctypes.c_size_t,)

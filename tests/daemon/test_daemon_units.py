@@ -12,8 +12,8 @@ import pytest
 import structlog
 
 from daemon.backends import DeviceListError, parse_devices
-from daemon.logs import configure_logging
-from daemon.portfolio import PortfolioView, TaskView, choose
+from daemon.coordinator.portfolio import PortfolioView, TaskView, choose
+from daemon.process.logs import configure_logging
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 
@@ -163,7 +163,7 @@ def test_a_daemon_leaves_tasks_of_another_language_alone(tmp_path: Path) -> None
     the backend that would take it; an NKI task is recorded as a revision."""
     import shutil
 
-    from daemon.watcher import TaskWatcher
+    from daemon.coordinator.watcher import TaskWatcher
     from events.catalog import KernelSourceChanged, TaskInvalid
     from events.codec import decode
     from nkibench.suites import GPU_SUITE as SUITE_GPU

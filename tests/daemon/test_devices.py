@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from daemon.devices import DevicePool
+from daemon.workers.devices import DevicePool
 from events.catalog import DeviceQuarantined, DeviceRestored
 from store.jobs.base import Handler, Job, JobCancelled
 from store.memory import MemoryEventStore

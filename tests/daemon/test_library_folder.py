@@ -6,8 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from daemon.library import export_text, sync_library
-from daemon.watcher import TaskWatcher
+from daemon.coordinator.library import export_text, sync_library
+from daemon.coordinator.watcher import TaskWatcher
 from events.base import Event
 from events.catalog import KernelPromoted, KernelRemoved, KernelSourceChanged
 from events.codec import decode, encode

@@ -10,8 +10,8 @@ from collections.abc import Callable
 import pytest
 import sqlalchemy as sa
 
-import daemon.lock as lock_module
-from daemon.lock import AnotherDaemon, DaemonLock
+import daemon.coordinator.lock as lock_module
+from daemon.coordinator.lock import AnotherDaemon, DaemonLock
 from store.errors import StoreError
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.portfolio import PortfolioProjection, PortfolioView, TaskView, choose
+from daemon.coordinator.portfolio import PortfolioProjection, PortfolioView, TaskView, choose
 from daemon.projections import make_projection
 from events.base import Event
 from events.catalog import (
@@ -161,7 +161,7 @@ def test_the_cli_and_the_daemon_know_it_by_name() -> None:
 
 
 def legacy_apply(view: PortfolioView, event: Event, recorded_at: datetime) -> None:
-    """daemon/portfolio.py:PortfolioView.apply before the projection."""
+    """daemon/coordinator/portfolio.py:PortfolioView.apply before the projection."""
     name = getattr(event, "task", None)
     if name is None:
         return

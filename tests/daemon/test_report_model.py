@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from daemon.report.model import ReportProjection, ReportState
-from daemon.report.view import build_view
+from daemon.views.report.model import ReportProjection, ReportState
+from daemon.views.report.view import build_view
 from events.catalog import CandidateGenerated, KernelPromoted, LLMCallCompleted
 from events.codec import decode
 from events.projection import fold

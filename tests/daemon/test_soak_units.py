@@ -15,16 +15,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from daemon.bench.scripted_llm import Request
+from daemon.bench.soak import script
+from daemon.bench.soak.audit import Applied, disagreements, log_messages, missed_changes
+from daemon.bench.soak.churn import AFTER, WEIGHTS, Action, ChurnApplier, SlotState, churn_plan
+from daemon.bench.soak.growth import BOUNDS, bandwidth, fit_trend, newey_west_se
+from daemon.bench.soak.report import growth_report, wal_truncations
+from daemon.bench.soak.run import SOAK_TASKS, SoakConfig, daemon_command
+from daemon.bench.soak.sampler import ProcessProbe, Sample, survivors
 from daemon.cli import cli
-from daemon.scripted_llm import Request
-from daemon.service import DaemonOptions
-from daemon.soak import script
-from daemon.soak.audit import Applied, disagreements, log_messages, missed_changes
-from daemon.soak.churn import AFTER, WEIGHTS, Action, ChurnApplier, SlotState, churn_plan
-from daemon.soak.growth import BOUNDS, bandwidth, fit_trend, newey_west_se
-from daemon.soak.report import growth_report, wal_truncations
-from daemon.soak.run import SOAK_TASKS, SoakConfig, daemon_command
-from daemon.soak.sampler import ProcessProbe, Sample, survivors
+from daemon.coordinator.service import DaemonOptions
 from nkibench.errors import TaskError
 from nkibench.suites import NKI_LEGACY_SUITE
 from nkibench.task.files import folder_hash, read_task_files

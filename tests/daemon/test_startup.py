@@ -1,5 +1,5 @@
-"""What the daemon does as it starts (daemon/startup.py): a `--shapes` value no task has is
-refused before anything is recorded, and the work folders of killed jobs are swept."""
+"""What the daemon does as it starts (daemon/coordinator/startup.py): a `--shapes` value no
+task has is refused before anything is recorded, and the work folders of killed jobs are swept."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import structlog
 
-from daemon.startup import OptionRefused, check_shapes, sweep_work
+from daemon.coordinator.startup import OptionRefused, check_shapes, sweep_work
 from nkibench.suites import NKI_LEGACY_SUITE
 
 

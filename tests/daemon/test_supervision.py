@@ -21,9 +21,9 @@ import pytest
 import sqlalchemy as sa
 from structlog.testing import capture_logs
 
-import daemon.workers
-from daemon.allocator import resident_bytes
-from daemon.service import RECYCLE_EXIT, Daemon, DaemonOptions
+import daemon.workers.worker as worker_module
+from daemon.coordinator.service import RECYCLE_EXIT, Daemon, DaemonOptions
+from daemon.process.allocator import resident_bytes
 from daemon.settings import Settings
 from events.catalog import DaemonStopped, ProfileRecorded, SearchFinished
 from events.codec import decode
@@ -62,7 +62,7 @@ def fail_once(
 def test_a_worker_whose_profiling_raises_is_restarted_and_its_job_runs_again(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls = fail_once(monkeypatch, daemon.workers, "profile_kernel", RuntimeError("injected"))
+    calls = fail_once(monkeypatch, worker_module, "profile_kernel", RuntimeError("injected"))
     with capture_logs() as logs:
         running = Running(home)
         try:
@@ -143,7 +143,7 @@ def test_a_part_that_keeps_dying_stops_the_daemon_with_a_non_zero_exit(
     def broken(*_args: Any, **_kwargs: Any) -> Any:
         raise RuntimeError("the backend is broken for good")
 
-    monkeypatch.setattr(daemon.workers, "profile_kernel", broken)
+    monkeypatch.setattr(worker_module, "profile_kernel", broken)
     running = Running(home)
     running.daemon.supervisor.backoff_s = 0.01  # let it die six times quickly
     running.drop("silu")

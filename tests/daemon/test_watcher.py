@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import structlog
 
-from daemon.library import sync_library
+from daemon.coordinator.library import sync_library
+from daemon.coordinator.watcher import TaskWatcher
 from daemon.revisions import materialize, record_task
-from daemon.watcher import TaskWatcher
 from events.base import Event
 from events.catalog import KernelRemoved, KernelSourceChanged, TaskInvalid
 from events.codec import decode, encode
@@ -225,16 +225,16 @@ def test_a_folder_that_fails_unexpectedly_is_logged_and_the_scan_goes_on(
 ) -> None:
     for name in ("a", "boom", "z"):
         drop(root, name)
-    import daemon.watcher
+    import daemon.coordinator.watcher
 
-    real = daemon.watcher.load_task
+    real = daemon.coordinator.watcher.load_task
 
     def load(path: Path, **kwargs: object) -> object:
         if Path(path).name == "boom":
             raise OSError("the disk is on fire")
         return real(path, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(daemon.watcher, "load_task", load)
+    monkeypatch.setattr(daemon.coordinator.watcher, "load_task", load)
     store = MemoryEventStore()
     with structlog.testing.capture_logs() as logs:
         start(root, store)

@@ -11,7 +11,7 @@ from typing import Any, cast
 import pytest
 
 from agents.search import Interrupted
-from daemon.workers import QueuedProfiler, Worker
+from daemon.workers.worker import QueuedProfiler, Worker
 from nkibench.backend import Backend
 from nkibench.errors import BackendUnavailable, TaskError
 from nkibench.result import KernelResult
@@ -59,7 +59,7 @@ def test_a_profile_is_a_job_served_by_a_worker(
         calls.append({"task": spec.name, **kwargs})
         return KernelResult(spec.name, "nkisim", "trn1", "small", True, True, latency_ms=2.0)
 
-    monkeypatch.setattr("daemon.workers.profile_kernel", profile_kernel)
+    monkeypatch.setattr("daemon.workers.worker.profile_kernel", profile_kernel)
     queue, stop = MemoryJobQueue(), threading.Event()
     thread = worker(queue, tmp_path, stop)
     thread.start()
@@ -102,7 +102,7 @@ def test_a_drain_cancels_the_kernel_and_its_job_goes_back_to_pending(
         stop.set()  # SIGTERM arrives while the kernel runs
         raise Cancelled("the daemon is stopping")
 
-    monkeypatch.setattr("daemon.workers.profile_kernel", profile_kernel)
+    monkeypatch.setattr("daemon.workers.worker.profile_kernel", profile_kernel)
     queue = MemoryJobQueue()
     thread = worker(queue, tmp_path, stop)
     thread.start()
@@ -123,7 +123,7 @@ def test_a_task_error_is_a_result_not_a_failure(
     def profile_kernel(spec: TaskSpec, **kwargs: Any) -> KernelResult:
         raise TaskError("reference.py: get_inputs is missing")
 
-    monkeypatch.setattr("daemon.workers.profile_kernel", profile_kernel)
+    monkeypatch.setattr("daemon.workers.worker.profile_kernel", profile_kernel)
     queue, stop = MemoryJobQueue(), threading.Event()
     thread = worker(queue, tmp_path, stop)
     thread.start()

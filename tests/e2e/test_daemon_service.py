@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from daemon.notify import Notifier
+from daemon.process.notify import Notifier
 from events.catalog import (
     BeamSelected,
     CandidateRejected,

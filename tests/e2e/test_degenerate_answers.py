@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.service import DRAIN_LIMIT_S
+from daemon.coordinator.service import DRAIN_LIMIT_S
 from events.catalog import (
     CandidateRejected,
     ExperienceSummarized,

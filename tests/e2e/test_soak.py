@@ -10,8 +10,8 @@ import subprocess
 import pytest
 from rich.console import Console
 
-from daemon.cli.bench import _soak_table
-from daemon.soak.report import TRENDED
+from daemon.bench.soak.report import TRENDED
+from daemon.bench.soak.table import soak_table
 from tests.support.daemon_process import PROGRAM
 
 
@@ -48,6 +48,6 @@ def test_a_one_minute_soak_reports_work_done_and_a_clean_stop() -> None:
     assert result["log_errors"] == {}
     assert "samples_raw" not in result
     printed = io.StringIO()
-    Console(file=printed, width=200).print(_soak_table(result))  # the table, from the same run
+    Console(file=printed, width=200).print(soak_table(result))  # the table, from the same run
     for row in ("resident memory, MB", "jobs left running after the stop", "stop time, s (wall)"):
         assert row in printed.getvalue()

@@ -237,7 +237,8 @@ def test_dump_and_load_round_trip_and_an_incremental_fold_equals_one_from_scratc
 
 
 def legacy_promotions(events: list[Envelope[Any]]) -> dict[str, tuple[str, int]]:
-    """daemon/library.py:promotions before this projection (task → candidate, position)."""
+    """daemon/coordinator/library.py:promotions before this projection (task → candidate,
+    position)."""
     revision: dict[str, str] = {}
     current: dict[str, tuple[KernelPromoted, int]] = {}
     for envelope in events:
@@ -260,7 +261,7 @@ def legacy_promotions(events: list[Envelope[Any]]) -> dict[str, tuple[str, int]]
 
 
 def legacy_known(events: list[Envelope[Any]]) -> dict[str, str | None]:
-    """daemon/watcher.py:TaskWatcher._load_known before this projection."""
+    """daemon/coordinator/watcher.py:TaskWatcher._load_known before this projection."""
     known: dict[str, str | None] = {}
     for envelope in events:
         event = envelope.event

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from daemon.service import Daemon, DaemonOptions
+from daemon.coordinator.service import Daemon, DaemonOptions
 from daemon.settings import Settings
 from events.codec import decode
 from nkibench.suites import NKI_LEGACY_SUITE

@@ -1,6 +1,6 @@
 """The scripted OpenAI-compatible server the tests use; it lives in the package
-(`daemon/scripted_llm.py`) because `accelopt bench soak` needs it too."""
+(`daemon/bench/scripted_llm.py`) because `accelopt bench soak` needs it too."""
 
-from daemon.scripted_llm import Reply, Request, ScriptedLLM, running_llm, usage
+from daemon.bench.scripted_llm import Reply, Request, ScriptedLLM, running_llm, usage
 
 __all__ = ["Reply", "Request", "ScriptedLLM", "running_llm", "usage"]

@@ -11,7 +11,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from daemon.web.follow import Follower
+from daemon.views.web.follow import Follower
 from store.jobs.sql import SqlJobQueue
 from store.sql import SqlEventStore
 

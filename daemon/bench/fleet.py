@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from daemon.benchmark import cpu_seconds, quantile
+from daemon.bench.daemon import cpu_seconds, quantile
 from store.benchmark import scratch_database
 from store.engine import make_engine, normalize_url
 from store.jobs.base import Job

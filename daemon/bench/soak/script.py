@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from daemon.scripted_llm import Reply, Request
+from daemon.bench.scripted_llm import Reply, Request
 
 __all__ = ["MODELS", "SILU_EDITS", "answer"]
 

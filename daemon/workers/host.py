@@ -2,7 +2,7 @@
 
 A worker announces itself (`WorkerStarted`: host, backend, target, devices, the queue it takes),
 leases its devices fleet-wide, and runs one job per device at a time from the queue of its
-backend and target (store.jobs.fleet), each on a device its pool hands out (daemon.devices),
+backend and target (store.jobs.fleet), each on a device its pool hands out (daemon.workers.devices),
 until SIGTERM or SIGINT: running kernels are stopped, their jobs go back to the queue for any
 worker, and `WorkerStopped` is written. A worker killed outright leaves its jobs to the
 coordinator's recovery (after the heartbeat timeout) and its kernel processes die with it
@@ -32,13 +32,13 @@ from typing import Any, ClassVar
 import structlog
 
 from daemon.backends import open_for_command
-from daemon.devices import DevicePool
-from daemon.notify import Notifier
+from daemon.process.notify import Notifier
+from daemon.process.signals import stop_on_signals
 from daemon.revisions import materialize
 from daemon.secrets import scrubber_for
 from daemon.settings import Settings
-from daemon.signals import stop_on_signals
-from daemon.workers import profile_job
+from daemon.workers.devices import DevicePool
+from daemon.workers.worker import profile_job
 from events.catalog import KernelSourceChanged, WorkerStarted, WorkerStopped
 from events.errors import AccelOptError
 from nkibench.errors import TaskError

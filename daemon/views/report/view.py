@@ -1,5 +1,5 @@
 """What the report shows, as plain data: the report projection plus the texts it names (plans,
-kernels, lessons) read from the log's blobs. The HTML page (daemon.report.html), `--json` and
+kernels, lessons) read from the log's blobs. The HTML page (daemon.views.report.html), `--json` and
 the live pages' API all present this one view.
 
 A long-running log holds thousands of candidates per task: the search tree shows the newest
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.report.model import Candidate, ReportState, TaskReport
+from daemon.views.report.model import Candidate, ReportState, TaskReport
 
 __all__ = ["DiffLine", "ReportView", "TaskView", "build_view"]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
-from daemon.portfolio import PortfolioView
+from daemon.coordinator.portfolio import PortfolioView
 from nkibench.sandbox.isolation import Isolation
 
 __all__ = ["status_line", "status_table"]

@@ -1,4 +1,4 @@
-"""The report as one HTML page: the view (daemon.report.view) through a Jinja2 template, its
+"""The report as one HTML page: the view (daemon.views.report.view) through a Jinja2 template, its
 plots inlined as SVG. The page loads nothing (no script, font or style from anywhere), so it
 works offline and can be mailed; the live page adds one small script that follows the log."""
 
@@ -8,9 +8,9 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from daemon.report.model import Point, ReportState
-from daemon.report.plots import cumulative_spend_svg, latency_svg, memory_svg
-from daemon.report.view import ReportView, build_view
+from daemon.views.report.model import Point, ReportState
+from daemon.views.report.plots import cumulative_spend_svg, latency_svg, memory_svg
+from daemon.views.report.view import ReportView, build_view
 
 __all__ = ["draw_plots", "main_fragment", "render_report", "report_view", "series_of"]
 
@@ -20,7 +20,7 @@ def _template() -> Any:
     import jinja2  # noqa: PLC0415 - only the report and the web pages need it
 
     environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("daemon.report", "templates"),
+        loader=jinja2.PackageLoader("daemon.views.report", "templates"),
         autoescape=True,  # kernels, plans and lessons are LLM text: never markup
         undefined=jinja2.StrictUndefined,
     )

@@ -1,5 +1,5 @@
 """What the daemon does once as it starts, before its loop: plain functions of what they need,
-each called by one marked line of daemon/service.py.
+each called by one marked line of daemon/coordinator/service.py.
 
 - `check_shapes`: a `--shapes` value that no task can use is refused (exit status 2) before
   anything is recorded. Recorded, a typo would be a profile failure of every task's baseline,

@@ -4,6 +4,6 @@ whether anything in it grows. The rooms: the churn (churn.py), the scripted agen
 audit after the stop (audit.py) and the run (run.py: `accelopt daemon` itself, its clock
 periods shortened through its own options)."""
 
-from daemon.soak.run import SoakConfig, run_soak_benchmark
+from daemon.bench.soak.run import SoakConfig, run_soak_benchmark
 
 __all__ = ["SoakConfig", "run_soak_benchmark"]

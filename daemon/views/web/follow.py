@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from daemon.report.model import ReportProjection, ReportState
+from daemon.views.report.model import ReportProjection, ReportState
 from events.codec import decode
 from store.base import EventStore
 from store.projections.library import LibraryProjection, LibraryState

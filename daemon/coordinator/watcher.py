@@ -405,7 +405,7 @@ class TaskWatcher:
         self._thread = threading.Thread(target=self._debounce_guarded, name="watcher", daemon=True)
         self._thread.start()
 
-    # --- as a supervised part of the daemon (daemon.supervisor) -------------------------
+    # --- as a supervised part of the daemon (coordinator.supervisor) ------------------------------
 
     name = "watcher"
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from daemon.report.model import Point
+from daemon.views.report.model import Point
 
 __all__ = ["cumulative_spend_svg", "latency_svg", "memory_svg"]
 

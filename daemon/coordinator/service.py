@@ -5,15 +5,15 @@ queue), one thread per running search (the agents), the clock (APScheduler: resc
 re-verification, snapshots, checkpoints), and the main loop, which alone talks to systemd
 (READY, STATUS, WATCHDOG, STOPPING), keeps the projections (library, memory, portfolio) caught
 up with the log, starts the searches the portfolio chooses, keeps the library folder in step
-with the library's promotions, and supervises the other parts (daemon.supervisor): a part that
-dies is restarted or the daemon stops with a non-zero exit, never left dead.
+with the library's promotions, and supervises the other parts (coordinator.supervisor): a part
+that dies is restarted or the daemon stops with a non-zero exit, never left dead.
 
 `Daemon.open` builds every collaborator (the database lock first: one daemon per database,
-daemon.lock); `Daemon.run` runs until SIGTERM or SIGINT, which drain: no new work; searches
+coordinator.lock); `Daemon.run` runs until SIGTERM or SIGINT, which drain: no new work; searches
 stop at their next step; running kernel processes get SIGTERM, then SIGKILL, and their jobs go
 back to the queue; the last events are written; exit 0. After a SIGKILL nothing needs repair:
 the next start resumes every search from the log and reruns only jobs that had not finished.
-A database in trouble is waited out for a while (daemon.health), then the daemon stops with
+A database in trouble is waited out for a while (coordinator.health), then the daemon stops with
 exit status 1 and a one-line reason.
 """
 
@@ -45,23 +45,23 @@ from agents.llm import LLMClient
 from agents.memory import MemoryProjection
 from agents.port import Porter
 from agents.search import IDLE, Interrupted, Search
-from daemon import startup
-from daemon.allocator import resident_bytes, return_free_memory
 from daemon.backends import open_for_command
-from daemon.health import StoreHealth
-from daemon.library import sync_library
-from daemon.lock import AnotherDaemon, DaemonLock
-from daemon.notify import Notifier
-from daemon.portfolio import PortfolioProjection, PortfolioView, choose
-from daemon.reverify import Reverifier
+from daemon.coordinator import startup
+from daemon.coordinator.health import StoreHealth
+from daemon.coordinator.library import sync_library
+from daemon.coordinator.lock import AnotherDaemon, DaemonLock
+from daemon.coordinator.portfolio import PortfolioProjection, PortfolioView, choose
+from daemon.coordinator.reverify import Reverifier
+from daemon.coordinator.status import status_line, status_table
+from daemon.coordinator.supervisor import Supervisor
+from daemon.coordinator.watcher import ObserverKind, TaskWatcher
+from daemon.process.allocator import resident_bytes, return_free_memory
+from daemon.process.notify import Notifier
+from daemon.process.signals import stop_on_signals
 from daemon.revisions import materialize
 from daemon.secrets import scrubber_for
 from daemon.settings import Settings
-from daemon.signals import stop_on_signals
-from daemon.status import status_line, status_table
-from daemon.supervisor import Supervisor
-from daemon.watcher import ObserverKind, TaskWatcher
-from daemon.workers import QueuedProfiler, Worker, WorkerPart
+from daemon.workers.worker import QueuedProfiler, Worker, WorkerPart
 from events.catalog import DaemonStarted, DaemonStopped, KernelSourceChanged
 from nkibench.backend import Backend, OpenedBackend
 from nkibench.backends import backend_info
@@ -83,7 +83,7 @@ from store.recorder import Recorder
 from store.sql import SqlEventStore
 
 if TYPE_CHECKING:
-    from daemon.web.server import WebServer
+    from daemon.views.web.server import WebServer
 
 __all__ = ["Daemon", "DaemonOptions"]
 
@@ -141,7 +141,7 @@ class DaemonOptions:
     cooldown_s: float = 60.0
     """How long a task whose search crashed waits before the next."""
     http: tuple[str, int] | None = None
-    """Where to serve the live pages (checked by daemon.web.server.parse_bind), or nowhere."""
+    """Where to serve the live pages (checked by daemon.views.web.server.parse_bind), or nowhere."""
 
 
 RECYCLE_EXIT = 9
@@ -642,7 +642,7 @@ class Daemon:
     def _web(self) -> WebServer | None:
         if self.options.http is None:
             return None
-        from daemon.web.server import WebServer  # noqa: PLC0415 - the web extra, only here
+        from daemon.views.web.server import WebServer  # noqa: PLC0415 - the web extra, only here
 
         host, port = self.options.http
         server = WebServer(self.store, host, port, self.settings.http_token)

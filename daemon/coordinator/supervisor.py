@@ -6,7 +6,7 @@ with each death in a row, up to a limit; past the limit, or for a part that cann
 restarted, the supervisor says why and the daemon stops with a non-zero exit, so that systemd
 (Restart=on-failure) starts a fresh one instead of a daemon that feeds the watchdog and does
 nothing. A part killed by the database (store.errors.StoreError) is restarted as long as the
-database is given time to come back (daemon.health): that is the database's failure, not the
+database is given time to come back (coordinator.health): that is the database's failure, not the
 part's.
 """
 

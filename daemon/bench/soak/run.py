@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from agents.config import SearchConfig
-from daemon.scripted_llm import running_llm
-from daemon.soak import script
-from daemon.soak.audit import Applied, Audit, audit_log, folder_state, log_messages
-from daemon.soak.churn import ChurnApplier, churn_plan
-from daemon.soak.report import growth_report
-from daemon.soak.sampler import (
+from daemon.bench.scripted_llm import running_llm
+from daemon.bench.soak import script
+from daemon.bench.soak.audit import Applied, Audit, audit_log, folder_state, log_messages
+from daemon.bench.soak.churn import ChurnApplier, churn_plan
+from daemon.bench.soak.report import growth_report
+from daemon.bench.soak.sampler import (
     LogProbe,
     ProcessProbe,
     Sample,

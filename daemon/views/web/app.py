@@ -28,10 +28,10 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
-from daemon.report.html import draw_plots, main_fragment, render_report, series_of
-from daemon.report.view import build_view
-from daemon.web.follow import Follower
-from daemon.web.metrics import metrics_registry
+from daemon.views.report.html import draw_plots, main_fragment, render_report, series_of
+from daemon.views.report.view import build_view
+from daemon.views.web.follow import Follower
+from daemon.views.web.metrics import metrics_registry
 from store.sql import SqlEventStore
 
 __all__ = ["make_app"]

@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from agents.search.ids import SEPARATOR
-from daemon.soak.churn import Action, SlotState
+from daemon.bench.soak.churn import Action, SlotState
 from events.catalog import KernelRemoved, KernelSourceChanged, TaskInvalid
 from nkibench.errors import TaskError
 from nkibench.task.files import folder_hash, read_task_files

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from daemon.soak.growth import BOUNDS, Trend, fit_trend
-from daemon.soak.sampler import Sample
+from daemon.bench.soak.growth import BOUNDS, Trend, fit_trend
+from daemon.bench.soak.sampler import Sample
 
 __all__ = ["TRENDED", "growth_report", "wal_truncations"]
 

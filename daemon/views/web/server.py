@@ -54,7 +54,7 @@ class WebServer:
     def __init__(self, store: SqlEventStore, host: str, port: int, token: str | None) -> None:
         import uvicorn  # noqa: PLC0415 - only with --http or serve
 
-        from daemon.web.app import make_app  # noqa: PLC0415
+        from daemon.views.web.app import make_app  # noqa: PLC0415
 
         config = uvicorn.Config(
             make_app(store, token=token), host=host, port=port, log_config=None,
