@@ -535,3 +535,19 @@ def test_check_and_profile_refuse_a_forgery_and_a_junk_result_in_one_line(
     assert verdict["error_kind"] == "task"
     assert "handed back an empty result" in verdict["message"]
     assert "\n" not in verdict["message"]
+
+
+def test_replay_rebuilds_the_reports_projection_by_name(
+    fresh_sqlite_url: Callable[[], str], accelopt: Callable[..., Run]
+) -> None:
+    url = fresh_sqlite_url()
+    story(url).close()
+    whole = accelopt("--db", url, "replay", "--projection", "report", "--json").json()
+    early = accelopt("--db", url, "replay", "--projection", "report", "--until", "1", "--json")
+    assert isinstance(whole, dict)
+    assert (whole["projection"], whole["position"]) == ("report", 4)
+    rmsnorm = whole["state"]["tasks"]["rmsnorm"]
+    assert (rmsnorm["baseline_ms"], rmsnorm["best_ms"]) == (2.0, 0.5)
+    before = early.json()
+    assert isinstance(before, dict)
+    assert before["state"]["tasks"]["rmsnorm"]["baseline_ms"] is None  # not profiled yet
