@@ -17,7 +17,14 @@ from typing import Literal
 
 from nkibench.errors import BackendUnavailable
 
-__all__ = ["BACKENDS", "BackendInfo", "DeclaredDtype", "backend_info", "dialect_of_backend"]
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_BACKEND",
+    "BackendInfo",
+    "DeclaredDtype",
+    "backend_info",
+    "dialect_of_backend",
+]
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,9 @@ BACKENDS: dict[str, BackendInfo] = {
         ),
     )
 }
+
+DEFAULT_BACKEND = "nkisim"
+"""The backend of a task whose task.toml names none: NKI on the CPU, which every host has."""
 
 
 def backend_info(name: str) -> BackendInfo:

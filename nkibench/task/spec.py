@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nkibench.backends import backend_info, dialect_of_backend
+from nkibench.backends import DEFAULT_BACKEND, backend_info, dialect_of_backend
 from nkibench.dialects import NKI_LEGACY, detect_dialect, get_dialect
 from nkibench.errors import TaskError
 from nkibench.task.files import (
@@ -81,7 +81,7 @@ class TaskSpec:
     matmul_dtype: str = "float32"
     """Which TensorE peak bounds the task's matmuls (see MATMUL_DTYPES)."""
     weight: float = 1.0
-    backend: str = "nkisim"
+    backend: str = DEFAULT_BACKEND
     dtype: str = "float32"
     """The precision of the task's data (Triton tasks declare it)."""
     description: str = ""
@@ -212,7 +212,7 @@ def _check_reference(path: Path, tree: ast.Module) -> None:
 def _task_dialect(folder: Path, kernel_tree: ast.Module, settings: dict[str, Any]) -> str:
     """The task's dialect (task.toml's `dialect` wins over kernel.py's imports), which its
     backend must run."""
-    backend = settings.get("backend", "nkisim")
+    backend = settings.get("backend", DEFAULT_BACKEND)
     detected = detect_dialect(kernel_tree, str(folder / KERNEL_FILE))
     dialect: str = settings.pop("dialect", None) or detected or dialect_of_backend(backend)
     runs = backend_info(backend).dialects

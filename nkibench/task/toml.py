@@ -14,7 +14,13 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from nkibench.backends import BACKENDS, DeclaredDtype, backend_info, dialect_of_backend
+from nkibench.backends import (
+    BACKENDS,
+    DEFAULT_BACKEND,
+    DeclaredDtype,
+    backend_info,
+    dialect_of_backend,
+)
 from nkibench.dialects import DIALECTS, get_dialect
 from nkibench.errors import TaskError
 from nkibench.task.files import name_problem
@@ -105,7 +111,7 @@ class _TomlReader:
             problem = name_problem(self.out["name"])
             if problem is not None:
                 raise self.fail("name", problem)
-        backend = self.out.get("backend", "nkisim")
+        backend = self.out.get("backend", DEFAULT_BACKEND)
         if backend not in BACKENDS:
             raise self.fail("backend", f"must be one of {', '.join(BACKENDS)}")
         if "dialect" in self.out and self.out["dialect"] not in DIALECTS:
