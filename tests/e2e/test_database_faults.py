@@ -25,7 +25,7 @@ from store.engine import make_engine
 from store.jobs.sql import SqlJobQueue
 from store.sql import SqlEventStore
 from tests.support.daemon_process import DaemonProcess, wait_until
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, restart_postgresql
 
 SMALL = ("--shapes", "small")
 LOCAL = ("--devices", "1")
@@ -250,24 +250,6 @@ def test_removing_the_database_folder_stops_the_daemon_and_saves_the_log(tmp_pat
 # --- PostgreSQL ------------------------------------------------------------------------------
 
 
-def _restart_postgresql() -> None:
-    version = subprocess.run(
-        ["ls", "/etc/postgresql"], capture_output=True, text=True, check=True
-    ).stdout.split()[0]
-    subprocess.run(
-        ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"],
-        check=True,
-        capture_output=True,
-    )
-    wait_until(
-        lambda: (
-            subprocess.run(["pg_isready", "-q", "-h", "127.0.0.1"], check=False).returncode == 0
-        ),
-        60,
-        "PostgreSQL to accept connections again",
-    )
-
-
 @pytest.mark.postgres
 def test_a_postgresql_restart_in_the_middle_of_a_run_is_waited_out(
     tmp_path: Path, fresh_pg_url: Callable[[], str], postgres_server: PostgresServer
@@ -282,7 +264,7 @@ def test_a_postgresql_restart_in_the_middle_of_a_run_is_waited_out(
         daemon.drop(NKI_LEGACY_SUITE / "silu", "silu")
         wait_until(lambda: daemon.events(ProfileRecorded, task="silu"), 120, "a baseline")
         with postgres_server.alone():
-            restart = threading.Thread(target=_restart_postgresql)
+            restart = threading.Thread(target=restart_postgresql)
             restart.start()
             daemon.drop(NKI_LEGACY_SUITE / "adamw", "adamw")  # recorded while it restarts
             restart.join()

@@ -36,7 +36,7 @@ from store.sql import SqlEventStore
 from tests.support import agent_script
 from tests.support.daemon_process import PROGRAM, DaemonProcess, WorkerProcess, wait_until
 from tests.support.llm_server import running_llm
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, restart_postgresql
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -204,25 +204,6 @@ def test_a_worker_killed_in_the_middle_of_a_job_leaves_it_to_another(
     assert recovered_s < 60
 
 
-def _restart_postgresql() -> None:
-    """pg_ctlcluster restart: every session ends (the caller has the server alone)."""
-    version = subprocess.run(
-        ["ls", "/etc/postgresql"], capture_output=True, text=True, check=True
-    ).stdout.split()[0]
-    subprocess.run(
-        ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"],
-        check=True,
-        capture_output=True,
-    )
-    wait_until(
-        lambda: (
-            subprocess.run(["pg_isready", "-q", "-h", "127.0.0.1"], check=False).returncode == 0
-        ),
-        60,
-        "PostgreSQL to accept connections again",
-    )
-
-
 def _sleep_jobs(queue: FleetJobQueue, prefix: str, count: int, ms: float) -> list[str]:
     ids = [f"{prefix}-{n:02d}" for n in range(count)]
     for job_id in ids:
@@ -260,7 +241,7 @@ def test_a_postgresql_restart_under_two_workers_keeps_their_devices_one_job_each
         with postgres_server.alone():  # first: the jobs must not end while other tests do
             before = _sleep_jobs(coordinator, "before", 12, 1500)  # 4.5 s for 4 devices
             wait_until(lambda: coordinator.counts()["running"] == 4, 30, "every device busy")
-            _restart_postgresql()  # in the middle of 3 rounds of jobs
+            restart_postgresql()  # in the middle of 3 rounds of jobs
         wait_until(lambda: coordinator.leased_devices() == 4, 30, "the leases taken again")
         third = WorkerProcess(tmp_path / "h1-again", url, "--backend", "sleep", "--devices",
                               "1", "--host", "h1", env=fleet)  # fmt: skip

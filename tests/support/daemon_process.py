@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from daemon.bench.soak.sampler import orphans_in
 from events.base import Event
 from events.codec import decode
 from store.sql import SqlEventStore
@@ -36,17 +37,7 @@ def wait_until(condition: Callable[[], T], timeout: float, what: str, every: flo
 
 def orphans(workdir: Path) -> list[int]:
     """Processes still running in the daemon's kernel work directory (Linux /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cwd = os.readlink(entry / "cwd")
-        except OSError:
-            continue
-        if cwd.startswith(str(workdir)):
-            found.append(int(entry.name))
-    return found
+    return orphans_in(workdir)
 
 
 HOST_SETTINGS = ("ACCELOPT_SANDBOX", "ACCELOPT_UNSAFE_SANDBOX")

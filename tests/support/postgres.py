@@ -5,11 +5,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["SERVER_LOCK", "PostgresServer"]
+from tests.support.daemon_process import wait_until
+
+__all__ = ["SERVER_LOCK", "PostgresServer", "restart_postgresql"]
 
 SERVER_LOCK = Path(tempfile.gettempdir()) / "accelopt-tests-postgresql.lock"
 """Every test on the PostgreSQL server holds this lock shared (flock) while it runs; a test that
@@ -36,3 +39,22 @@ class PostgresServer:
 
     def close(self) -> None:
         os.close(self._fd)
+
+
+def restart_postgresql() -> None:
+    """pg_ctlcluster restart: every session ends (call it inside `PostgresServer.alone`)."""
+    version = subprocess.run(
+        ["ls", "/etc/postgresql"], capture_output=True, text=True, check=True
+    ).stdout.split()[0]
+    subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"],
+        check=True,
+        capture_output=True,
+    )
+    wait_until(
+        lambda: (
+            subprocess.run(["pg_isready", "-q", "-h", "127.0.0.1"], check=False).returncode == 0
+        ),
+        60,
+        "PostgreSQL to accept connections again",
+    )
