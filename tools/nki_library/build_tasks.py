@@ -1,7 +1,7 @@
 """Build accelopt task folders from public current-NKI kernels (aws-neuron/nki-library and a few
 other public collections), each paired with a NumPy reference written here.
 
-    .venv/bin/python bench/external/nki_library/build_tasks.py --ext /work/ext --out /work/ext/tasks
+    .venv/bin/python -m tools.nki_library.build_tasks --ext /work/ext --out /work/ext/tasks
 
 For every references/<task>.toml (with its references/<task>.py):
     [source]
@@ -36,23 +36,19 @@ import tomllib
 import traceback
 from collections import Counter
 from pathlib import Path
+from typing import Any, TypedDict
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.append(str(Path(__file__).resolve().parents[3]))  # the repository, for nkibench
+from nkibench.sandbox.static_check import check_source
+from nkibench.task.spec import load_task
 
-from apis import count_apis
-from flatten import Flattener, FlattenError, Loader
-from sources import LIBRARY, LibraryIndex
-
-try:  # the build still runs without nkibench, only unchecked
-    from nkibench.sandbox.static_check import check_source
-    from nkibench.task.spec import load_task
-except Exception as e:
-    check_source = load_task = None
-    NKIBENCH_MISSING = str(e)
+from .apis import count_apis
+from .flatten import Flattener, FlattenError, Loader
+from .sources import LIBRARY, LibraryIndex
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[2]
+REFERENCES = HERE / "references"
+"""Our NumPy references and their task tables (data, read here; not part of the package)."""
+REPO = HERE.parents[1]
 
 LICENSE_NOTE = {
     "nki-library": "Apache-2.0, Copyright Amazon.com, Inc. or its affiliates",
@@ -62,6 +58,41 @@ LICENSE_NOTE = {
     "nki-samples": "see the nki-samples repository's license (Amazon.com, Inc. or its affiliates)",
     "neuron-agentic-development": "Apache-2.0, Copyright Amazon.com, Inc. or its affiliates",
 }
+
+
+Spec = dict[str, Any]
+"""A references/<task>.toml, as tomllib reads it (its [source] table: see the docstring)."""
+
+
+class TaskEntry(TypedDict):
+    """A built task's record in manifest.json."""
+
+    task: str
+    collection: str
+    file: str
+    function: str
+    commit: str
+    modules: list[str]
+    """The library modules code was taken from."""
+    statements: int
+    kernel_lines: int
+    kernel_bytes: int
+    renamed: dict[str, str]
+    external_imports_needed: list[str]
+    static_check: dict[str, int]
+    """accelopt's static check's findings, counted by kind."""
+    static_check_findings: list[str]
+    load_task: str
+    """nkibench's task loader's error ("": it loads)."""
+    apis: list[str]
+
+
+class BuildFailure(TypedDict):
+    """A task that could not be built, in manifest.json."""
+
+    task: str
+    error: str
+    traceback: str
 
 
 def commit_of(checkout: Path) -> str:
@@ -80,8 +111,8 @@ def commit_of(checkout: Path) -> str:
         return "unknown"
 
 
-def load_specs(refs: Path, only: set[str] | None) -> list[tuple[str, dict, Path]]:
-    specs = []
+def load_specs(refs: Path, only: set[str] | None) -> list[tuple[str, Spec, Path]]:
+    specs: list[tuple[str, Spec, Path]] = []
     for toml in sorted(refs.glob("*.toml")):
         name = toml.stem
         if only and name not in only:
@@ -92,13 +123,11 @@ def load_specs(refs: Path, only: set[str] | None) -> list[tuple[str, dict, Path]
 
 
 def static_findings(source: str) -> list[str]:
-    if check_source is None:
-        return ["(nkibench not importable: static check not run)"]
     return [v.render("kernel.py") for v in check_source(source, "kernel.py", "nki")]
 
 
 def summarize_findings(findings: list[str]) -> dict[str, int]:
-    kinds: Counter = Counter()
+    kinds: Counter[str] = Counter()
     for f in findings:
         problem = f.split(": ", 1)[-1]
         if "may not be replaced" in problem:
@@ -117,8 +146,6 @@ def summarize_findings(findings: list[str]) -> dict[str, int]:
 
 
 def load_check(folder: Path) -> str:
-    if load_task is None:
-        return f"(nkibench not importable: {NKIBENCH_MISSING})"
     try:
         load_task(folder)
         return ""
@@ -126,19 +153,21 @@ def load_check(folder: Path) -> str:
         return f"{type(e).__name__}: {e}"
 
 
-def kernel_header(name: str, source: dict, commit: str, helper_modules: int) -> str:
+def kernel_header(name: str, source: dict[str, Any], commit: str, helper_modules: int) -> str:
     """The flat kernel.py's docstring: where it was flattened from, and the license."""
     collection = source["collection"]
     function = f" (function {source['function']})" if source.get("function") else ""
     return (
-        f'"""accelopt task `{name}`: flattened by bench/external/nki_library/build_tasks.py from\n'
+        f'"""accelopt task `{name}`: flattened by tools/nki_library/build_tasks.py from\n'
         f"{collection}@{commit[:12]} {source['file']}{function}\n"
         f"and {helper_modules} helper module(s); {LICENSE_NOTE.get(collection, '')}.\n"
         'Generated: edit the reference entry, not this file."""\n'
     )
 
 
-def build_one(name: str, spec: dict, ref: Path, *, ext: Path, out: Path, loaders: dict) -> dict:
+def build_one(
+    name: str, spec: Spec, ref: Path, *, ext: Path, out: Path, loaders: dict[str, Loader]
+) -> TaskEntry:
     source = spec["source"]
     collection = source["collection"]
     checkout = ext / collection
@@ -183,7 +212,9 @@ def build_one(name: str, spec: dict, ref: Path, *, ext: Path, out: Path, loaders
 
 def main() -> int:
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m tools.nki_library.build_tasks",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument(
         "--ext", type=Path, default=Path("/work/ext"), help="folder holding the checkouts"
@@ -194,7 +225,7 @@ def main() -> int:
         default=Path("/work/ext/tasks"),
         help="where task folders go (outside the repo)",
     )
-    ap.add_argument("--refs", type=Path, default=HERE / "references")
+    ap.add_argument("--refs", type=Path, default=REFERENCES)
     ap.add_argument("--only", help="comma-separated task names")
     args = ap.parse_args()
     out: Path = args.out.resolve()
@@ -206,32 +237,30 @@ def main() -> int:
         return 2
     out.mkdir(parents=True, exist_ok=True)
     only = set(args.only.split(",")) if args.only else None
-    loaders: dict = {}
-    manifest = []
+    loaders: dict[str, Loader] = {}
+    manifest: list[TaskEntry | BuildFailure] = []
     failed = 0
     for name, spec, ref in load_specs(args.refs, only):
         try:
             entry = build_one(name, spec, ref, ext=args.ext, out=out, loaders=loaders)
-            status = "ok" if not entry["load_task"] else "LOAD FAILED"
-            failed += bool(entry["load_task"])
-            refused = (
-                sum(entry["static_check"].values())
-                if isinstance(entry["static_check"], dict)
-                else 0
-            )
-            print(
-                f"{status:12} {name:40} {entry['kernel_lines']:6} lines, "
-                f"{len(entry['modules']):2} modules, static check: {refused} finding(s) "
-                f"{entry['load_task']}"
-            )
         except Exception as e:
             failed += 1
-            entry = {
+            failure: BuildFailure = {
                 "task": name,
                 "error": f"{type(e).__name__}: {e}",
                 "traceback": traceback.format_exc(limit=3),
             }
-            print(f"{'BUILD FAILED':12} {name:40} {entry['error']}")
+            print(f"{'BUILD FAILED':12} {name:40} {failure['error']}")
+            manifest.append(failure)
+            continue
+        status = "ok" if not entry["load_task"] else "LOAD FAILED"
+        failed += bool(entry["load_task"])
+        refused = sum(entry["static_check"].values())
+        print(
+            f"{status:12} {name:40} {entry['kernel_lines']:6} lines, "
+            f"{len(entry['modules']):2} modules, static check: {refused} finding(s) "
+            f"{entry['load_task']}"
+        )
         manifest.append(entry)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     print(f"{len(manifest) - failed}/{len(manifest)} tasks built into {out}; manifest.json written")

@@ -171,6 +171,8 @@ class LibraryIndex:
     def resolve(self, importer: SourceFile, node: ast.ImportFrom) -> str | None:
         """The dotted module an ImportFrom names (None: not inside the library)."""
         if node.level:
+            if importer.module is None:  # a relative import outside the library
+                return None
             base = importer.module.split(".")
             if importer.path.name != "__init__.py":
                 base = base[:-1]

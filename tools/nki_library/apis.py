@@ -7,8 +7,9 @@ from __future__ import annotations
 import ast
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import TypedDict
 
-from sources import NKI_MODULE_ALIASES
+from .sources import NKI_MODULE_ALIASES
 
 
 def nki_bindings(tree: ast.Module) -> dict[str, str]:
@@ -55,16 +56,28 @@ def dotted(node: ast.AST, bound: dict[str, str]) -> str | None:
     return None
 
 
+class ApiJson(TypedDict):
+    """One NKI name's counts in api_usage.json."""
+
+    calls: int
+    refs: int
+    kwargs: dict[str, int]
+    """Keyword → times passed, the most passed first (`**` for a `**mapping`)."""
+    positional_args: dict[str, int]
+    files: list[str]
+
+
 @dataclass
 class ApiCount:
     calls: int = 0
     refs: int = 0
-    kwargs: Counter = field(default_factory=Counter)
-    positional: Counter = field(default_factory=Counter)
+    kwargs: Counter[str] = field(default_factory=Counter)
+    positional: Counter[int] = field(default_factory=Counter)
     """How many positional arguments the calls passed (count → times)."""
-    files: set = field(default_factory=set)
+    files: set[str] = field(default_factory=set)
+    """The labels (`collection:path`) of the files that use the name."""
 
-    def as_json(self) -> dict:
+    def as_json(self) -> ApiJson:
         return {
             "calls": self.calls,
             "refs": self.refs,

@@ -2,7 +2,7 @@
 library function that nki-library's own tests launch as a kernel), its inputs and library
 dependencies, and the NKI API and Python features the kernel-side code uses.
 
-    python survey.py --ext /work/ext [--preamble report.md]
+    .venv/bin/python -m tools.nki_library.survey --ext /work/ext [--preamble report.md]
 
 writes <ext>/survey.md (tables), <ext>/api_usage.json ({name: {calls, refs, kwargs, files}})
 and <ext>/kernels.json (the kernel list). Only parses the checkouts; runs none of their code.
@@ -14,14 +14,13 @@ import argparse
 import ast
 import json
 import re
-import sys
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TypedDict
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from apis import ApiCount, count_apis, nki_bindings
-from sources import (
+from .apis import ApiCount, ApiJson, count_apis, nki_bindings
+from .sources import (
     LIBRARY,
     LibraryIndex,
     SourceFile,
@@ -102,9 +101,15 @@ NOT_KERNELS = {
 }
 
 
-def kernel_like(module: str, name: str) -> bool:
-    """A library function a test wrapper calls that is a kernel, not a helper."""
-    return not name.startswith("_") and name not in NOT_KERNELS and name[:1].islower()
+def kernel_like(module: str, name: str | None) -> bool:
+    """A library function a test wrapper calls that is a kernel, not a helper (None: the name
+    is a module)."""
+    return (
+        name is not None
+        and not name.startswith("_")
+        and name not in NOT_KERNELS
+        and name[:1].islower()
+    )
 
 
 # --- kernels launched by nki-library's tests -----------------------------------------------
@@ -290,12 +295,12 @@ COUNTED_BUILTINS = (
 
 class FeatureCounter(ast.NodeVisitor):
     def __init__(self) -> None:
-        self.c: Counter = Counter()
-        self.methods: Counter = Counter()
-        self.decorators: Counter = Counter()
-        self.bases: Counter = Counter()
-        self.builtins: Counter = Counter()
-        self.loops: Counter = Counter()
+        self.c: Counter[str] = Counter()
+        self.methods: Counter[str] = Counter()
+        self.decorators: Counter[str] = Counter()
+        self.bases: Counter[str] = Counter()
+        self.builtins: Counter[str] = Counter()
+        self.loops: Counter[str] = Counter()
         self.depth = 0
 
     def visit_file(self, tree: ast.Module, bound: dict[str, str]) -> None:
@@ -419,9 +424,11 @@ class FeatureCounter(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def features(files: list[SourceFile], kernel_names: set[str]) -> tuple[Counter, FeatureCounter]:
+def features(
+    files: list[SourceFile], kernel_names: set[str]
+) -> tuple[Counter[str], FeatureCounter]:
     fc = FeatureCounter()
-    grids: Counter = Counter()
+    grids: Counter[str] = Counter()
     for f in files:
         if f.tree is None:
             continue
@@ -440,13 +447,35 @@ def features(files: list[SourceFile], kernel_names: set[str]) -> tuple[Counter, 
 # --- report --------------------------------------------------------------------------------
 
 
-def md_table(headers: list[str], rows: list[list]) -> str:
+def md_table(headers: list[str], rows: Sequence[Sequence[object]]) -> str:
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for r in rows:
         out.append(
             "| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in r) + " |"
         )
     return "\n".join(out)
+
+
+class KernelRecord(TypedDict):
+    """One kernel in kernels.json."""
+
+    id: str
+    """`collection:module::function` (the file's path where it is not a library module)."""
+    collection: str
+    file: str
+    function: str
+    kind: str
+    """`jit`, `jit (private sub-kernel)` or `test entry`."""
+    decorators: list[str]
+    description: str
+    params: list[str]
+    param_docs: dict[str, str]
+    deps: list[str]
+    """The library modules it imports, directly or not (short names)."""
+    tests: list[str]
+    lines: int
+    duplicate_of: str | None
+    """The first kernel found with the same body (`label::function`), if any."""
 
 
 def kernel_entry(
@@ -457,7 +486,7 @@ def kernel_entry(
     deps: list[str],
     tests: list[str],
     duplicate_of: str | None,
-) -> dict:
+) -> KernelRecord:
     """One kernel's record in kernels.json."""
     module = short_module(f.module) if f.module else f.rel
     return {
@@ -479,7 +508,7 @@ def kernel_entry(
 
 def find_kernels(
     files: list[SourceFile], entries: dict[tuple[str, str], list[str]], index: LibraryIndex
-) -> list[dict]:
+) -> list[KernelRecord]:
     """Top-level @nki.jit functions and the library functions the tests launch as kernels
     (commented-out @nki.jit kernels that the tests jit at the call site are among the latter)."""
     kernels = []
@@ -508,7 +537,7 @@ def find_kernels(
     return kernels
 
 
-def api_usage(files: list[SourceFile]) -> dict[str, dict]:
+def api_usage(files: list[SourceFile]) -> dict[str, ApiJson]:
     """NKI API name → its counts (ApiCount.as_json), the most used first."""
     api: dict[str, ApiCount] = defaultdict(ApiCount)
     for f in files:
@@ -519,12 +548,12 @@ def api_usage(files: list[SourceFile]) -> dict[str, dict]:
     }
 
 
-def kernels_section(files: list[SourceFile], kernels: list[dict]) -> list[str]:
+def kernels_section(files: list[SourceFile], kernels: list[KernelRecord]) -> list[str]:
     # syntax errors are listed here (the kernels of such files are not found)
     broken = [f.label + ": " + f.error for f in files if f.tree is None]
     by_coll = Counter(f.collection for f in files)
     parts = [
-        "# Survey tables (generated by bench/external/nki_library/survey.py)\n",
+        "# Survey tables (generated by tools/nki_library/survey.py)\n",
         "Files scanned (kernel-side, current NKI): "
         + ", ".join(f"{k}: {v}" for k, v in by_coll.items())
         + f". Files that do not parse: {len(broken)}"
@@ -552,7 +581,7 @@ def kernels_section(files: list[SourceFile], kernels: list[dict]) -> list[str]:
     return parts
 
 
-def inputs_section(kernels: list[dict]) -> list[str]:
+def inputs_section(kernels: list[KernelRecord]) -> list[str]:
     parts = [
         "\n## Kernel inputs\n",
         "Signature, then each argument's docstring line (shapes/dtypes as the library documents "
@@ -569,7 +598,7 @@ def inputs_section(kernels: list[dict]) -> list[str]:
     return parts
 
 
-def api_section(api_json: dict[str, dict]) -> list[str]:
+def api_section(api_json: dict[str, ApiJson]) -> list[str]:
     rows = []
     for name, v in api_json.items():
         kw = ", ".join(f"{k}:{c}" for k, c in v["kwargs"].items())
@@ -582,8 +611,8 @@ def api_section(api_json: dict[str, dict]) -> list[str]:
     ]
 
 
-def features_section(fc: FeatureCounter, grids: Counter) -> list[str]:
-    def counts(header: str, counter: Counter, top: int | None = None) -> str:
+def features_section(fc: FeatureCounter, grids: Counter[str]) -> list[str]:
+    def counts(header: str, counter: Counter[str], top: int | None = None) -> str:
         return md_table([header, "count"], [[k, v] for k, v in counter.most_common(top)])
 
     return [
@@ -609,7 +638,9 @@ def features_section(fc: FeatureCounter, grids: Counter) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m tools.nki_library.survey",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--ext", type=Path, default=Path("/work/ext"))
     ap.add_argument("--preamble", type=Path, help="markdown put before the tables")

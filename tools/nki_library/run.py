@@ -1,6 +1,6 @@
 """Run `accelopt check` over every built task and count the outcomes.
 
-    .venv/bin/python bench/external/nki_library/run.py --tasks /work/ext/tasks [--shapes small]
+    .venv/bin/python -m tools.nki_library.run --tasks /work/ext/tasks [--shapes small]
         [--target trn2] [--only a,b] [-j 2] [--json summary.json]
 
 Outcomes per task:
@@ -28,8 +28,24 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, NotRequired, TypedDict
 
 UNSUPPORTED_API = re.compile(r"^(?:\S+ line \d+: )?(.*?)\s+is not (?:implemented|supported)")
+
+
+class TaskOutcome(TypedDict):
+    """One task's line in the summary; the check's own fields where it answered in JSON."""
+
+    task: str
+    outcome: str
+    """correct, unsupported, rejected or other."""
+    detail: str
+    message: str
+    seconds: float
+    error_kind: NotRequired[str | None]
+    line: NotRequired[int | None]
+    max_rel_l2: NotRequired[float | None]
+    instructions: NotRequired[int | None]
 
 
 def accelopt_binary() -> str:
@@ -37,7 +53,8 @@ def accelopt_binary() -> str:
     return str(candidate) if candidate.exists() else "accelopt"
 
 
-def classify(result: dict) -> tuple[str, str]:
+def classify(result: dict[str, Any]) -> tuple[str, str]:
+    """The outcome and its detail, from `accelopt check --json`'s result."""
     if result.get("correct"):
         return "correct", ""
     kind = result.get("error_kind") or ""
@@ -55,7 +72,7 @@ def classify(result: dict) -> tuple[str, str]:
     return "other", kind or "wrong result"
 
 
-def run_task(task: Path, args: argparse.Namespace) -> dict:
+def run_task(task: Path, args: argparse.Namespace) -> TaskOutcome:
     command = [accelopt_binary(), "check", str(task), "--shapes", args.shapes, "--json"]
     if args.target:
         command += ["--target", args.target]
@@ -107,7 +124,9 @@ def run_task(task: Path, args: argparse.Namespace) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m tools.nki_library.run",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--tasks", type=Path, default=Path("/work/ext/tasks"))
     ap.add_argument("--shapes", default="small")
