@@ -98,8 +98,10 @@ CONFINED: dict[str, tuple[str, ...]] = {
     "starlette": ("daemon.views.web",),
     "uvicorn": ("daemon.views.web",),
     "prometheus_client": ("daemon.views.web",),
+    "tools": (),
 }
-"""Each heavy third-party package and the only modules (or packages) that may import it."""
+"""Each heavy third-party package and the only modules (or packages) that may import it; and
+`tools`, which accelopt never imports (it is not installed with it)."""
 
 DAEMON_FORBIDDEN: dict[str, tuple[str, ...]] = {
     "daemon.process": (
