@@ -265,9 +265,9 @@ def test_the_planner_is_told_where_an_estimate_is_weak() -> None:
     """An estimated NKI profile carries the cost model's known weaknesses that apply to it; a
     measured one carries none."""
 
-    def shown(peak: float, **extra: object) -> dict[str, object]:
+    def shown(peak: float, backend: str = "nkisim") -> dict[str, object]:  # the factory's default
         counters = {"sbuf_peak_bytes_per_partition": peak, "sbuf_bytes_per_partition": 196608.0}
-        return _planner_profile(profile("silu", "h", counters=counters, **extra))
+        return _planner_profile(profile("silu", "h", counters=counters, backend=backend))
 
     assert shown(200704.0)["estimate_caveats"] == [ENGINE_SPLIT, SPILLS]
     assert shown(190000.0)["estimate_caveats"] == [ENGINE_SPLIT, REREADS]

@@ -377,7 +377,7 @@ def _stored(data: dict[str, Any], version: int) -> StoredEvent:
 
 def _golden(name: str) -> dict[str, Any]:
     for line in (DATA / "golden" / name).read_text(encoding="utf-8").splitlines():
-        raw = json.loads(line)
+        raw: dict[str, Any] = json.loads(line)
         if raw["type"] == "ExperienceSummarized":
             return raw
     raise AssertionError(f"no ExperienceSummarized in {name}")

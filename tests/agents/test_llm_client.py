@@ -23,7 +23,7 @@ SECRET = "sk-live-" + "0123456789abcdef"
 
 
 def client(url: str, store: MemoryEventStore, attempts: int = 3) -> LLMClient:
-    role = RoleConfig(model="m", base_url=url, api_key=SECRET)  # type: ignore[arg-type]
+    role = RoleConfig(model="m", base_url=url, api_key=SECRET)
     config = LLMConfig(
         roles={r: role for r in ("planner", "executor", "summarizer", "fixer")},
         max_attempts=attempts,
@@ -46,7 +46,10 @@ def test_an_http_200_that_is_not_a_chat_completion_is_a_recorded_failed_attempt(
     calls = [e for e in Recorder(store).events("llm:s|planner|1|c|0")]
     assert asked == 3
     assert [c.parameters["attempt"] for c in calls if isinstance(c, LLMCallCompleted)] == [1, 2, 3]
-    assert all(c.error and "not a chat completion" in c.error for c in calls)
+    assert all(
+        isinstance(c, LLMCallCompleted) and c.error and "not a chat completion" in c.error
+        for c in calls
+    )
 
 
 def test_what_is_sent_and_recorded_passes_the_scrubber() -> None:

@@ -108,7 +108,7 @@ def test_events_lists_the_log(
         "data",
     }
     assert lines[0]["type"] == "KernelSourceChanged"
-    assert lines[0]["data"]["task"] == "rmsnorm"  # type: ignore[index]
+    assert lines[0]["data"]["task"] == "rmsnorm"
     since = accelopt("--db", url, "events", "--since", "2", "--json").lines()
     assert [line["position"] for line in since] == [3, 4]
     typed = accelopt("--db", url, "events", "--type", "ProfileRecorded", "--limit", "1", "--json")
@@ -385,7 +385,7 @@ def test_profile_prints_an_estimate_against_the_roofline(
         "--json",
     )
     assert trn2.code == 0
-    assert trn2.json()["target"] == "trn2"  # type: ignore[index]
+    assert trn2.json()["target"] == "trn2"
 
     people = accelopt("profile", str(SUITE / "silu"), "--shapes", "small", "--seeds", "0")
     assert "(estimated by the cost model" in people.out

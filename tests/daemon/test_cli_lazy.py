@@ -104,10 +104,15 @@ def test_the_help_lists_the_commands_as_an_eager_group_would(width: int) -> None
     def help_of(group: click.Group) -> str:
         return group.get_help(click.Context(group, info_name="accelopt", terminal_width=width))
 
-    fields = {"params": cli.params, "help": cli.help, "callback": cli.callback}
-    lazy = LazyGroup(name="accelopt", lazy=COMMANDS, **fields)
+    lazy = LazyGroup(
+        name="accelopt", lazy=COMMANDS, params=cli.params, help=cli.help, callback=cli.callback
+    )
     eager = click.Group(
-        name="accelopt", commands={n: e.load() for n, e in COMMANDS.items()}, **fields
+        name="accelopt",
+        commands={n: e.load() for n, e in COMMANDS.items()},
+        params=cli.params,
+        help=cli.help,
+        callback=cli.callback,
     )
     assert help_of(lazy) == help_of(eager)
     assert lazy.commands == {}  # listing them imported none

@@ -11,15 +11,16 @@ from daemon.views.report.model import ReportProjection, ReportState
 from daemon.views.report.view import build_view
 from events.catalog import CandidateGenerated, KernelPromoted, LLMCallCompleted
 from events.codec import decode
+from events.envelope import StoredEvent
 from events.projection import fold
 from tests.support.golden import corpus
 
 LOG = corpus("log-d3ce469.jsonl")
 
 
-def folded(events: list[object], state: ReportState | None = None) -> ReportState:
+def folded(events: list[StoredEvent], state: ReportState | None = None) -> ReportState:
     projection = ReportProjection()
-    return fold(projection, (decode(e) for e in events), state or projection.initial())  # type: ignore[arg-type]
+    return fold(projection, (decode(e) for e in events), state or projection.initial())
 
 
 def test_the_fold_counts_what_the_log_holds() -> None:

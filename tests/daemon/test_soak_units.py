@@ -18,7 +18,16 @@ from click.testing import CliRunner
 from daemon.bench.scripted_llm import Request
 from daemon.bench.soak import script
 from daemon.bench.soak.audit import Applied, disagreements, log_messages, missed_changes
-from daemon.bench.soak.churn import AFTER, WEIGHTS, Action, ChurnApplier, SlotState, churn_plan
+from daemon.bench.soak.churn import (
+    AFTER,
+    WEIGHTS,
+    Action,
+    ActionKind,
+    Breakage,
+    ChurnApplier,
+    SlotState,
+    churn_plan,
+)
 from daemon.bench.soak.growth import BOUNDS, bandwidth, fit_trend, newey_west_se
 from daemon.bench.soak.report import growth_report, wal_truncations
 from daemon.bench.soak.run import SOAK_TASKS, SoakConfig, daemon_command
@@ -44,7 +53,8 @@ def test_a_straight_line_has_its_slope_and_no_error() -> None:
     assert trend.slope_per_h == pytest.approx(2.0)
     assert trend.se_per_h == pytest.approx(0.0, abs=1e-9)
     assert trend.verdict == "GROWS"
-    assert (trend.first, trend.last) == (100.0, pytest.approx(100.0 + 2.0 * 495 / 3600))
+    assert trend.first == 100.0
+    assert trend.last == pytest.approx(100.0 + 2.0 * 495 / 3600)
 
 
 def test_noise_alone_is_no_growth() -> None:
@@ -203,6 +213,7 @@ def test_the_soak_runs_the_daemon_command_with_every_clock_period(
     )
     assert (options.watch, options.backend, options.shapes) == (tmp_path, "nkisim", "small")
     assert options.search == config.search
+    assert options.devices is not None
     assert len(options.devices) == 1  # one nkisim worker
     assert options.max_resident_mb == 2048.0  # the soak's daemon has the default ceiling
     result = CliRunner().invoke(cli, [*argv[3:], "--max-resident-mb", "0"])
@@ -269,7 +280,7 @@ def loads(folder: Path) -> bool:
 
 @pytest.mark.parametrize("breakage", ["bad_toml", "no_reference", "syntax_error", "not_utf8"])
 def test_a_break_makes_the_folder_invalid_and_its_fix_undoes_it(
-    tmp_path: Path, breakage: str
+    tmp_path: Path, breakage: Breakage
 ) -> None:
     watch, staging = tmp_path / "kernels", tmp_path / "staging"
     watch.mkdir()
@@ -288,7 +299,7 @@ def test_a_break_makes_the_folder_invalid_and_its_fix_undoes_it(
     assert loads(folder)
     assert "# soak: atomic save 2" in (folder / "kernel.py").read_text()
     assert sorted(p.name for p in folder.iterdir()) == ["kernel.py", "reference.py", "task.toml"]
-    applier.apply(Action(3, 3.0, "break", "slot0", breakage=breakage))  # type: ignore[arg-type]
+    applier.apply(Action(3, 3.0, "break", "slot0", breakage=breakage))
     assert not loads(folder)
     applier.apply(Action(4, 4.0, "fix", "slot0"))
     assert loads(folder)
@@ -411,9 +422,11 @@ def test_a_folder_state_the_log_never_showed_is_missed() -> None:
     again, or the task stays invalid."""
     a, b = "a" * 64, "b" * 64
 
-    def done(serial: int, at: float, kind: str, state: str, content_hash: str | None) -> Applied:
-        action = Action(serial, at, kind, "slot0")  # type: ignore[arg-type]
-        return Applied(action, 1000.0 + at, state, content_hash)  # type: ignore[arg-type]
+    def done(
+        serial: int, at: float, kind: ActionKind, state: SlotState, content_hash: str | None
+    ) -> Applied:
+        action = Action(serial, at, kind, "slot0")
+        return Applied(action, 1000.0 + at, state, content_hash)
 
     applied = [
         done(0, 0.0, "drop", "valid", a),
@@ -423,7 +436,11 @@ def test_a_folder_state_the_log_never_showed_is_missed() -> None:
         done(4, 41.0, "fix", "valid", a),
         done(5, 60.0, "remove", "absent", None),
     ]
-    stream = [(1000.5, "valid", a), (1010.5, "invalid", b), (1060.5, "absent", a)]
+    stream: list[tuple[float, str, str | None]] = [
+        (1000.5, "valid", a),
+        (1010.5, "invalid", b),
+        (1060.5, "absent", a),
+    ]
     missed = missed_changes({"slot0": stream}, applied, stopped_at=1070.0)
     assert len(missed) == 2
     assert missed[0].startswith("slot0: fix #2 at ")
@@ -431,7 +448,11 @@ def test_a_folder_state_the_log_never_showed_is_missed() -> None:
         "left it valid aaaaaaaaaaaa; 20 s later the log still said invalid bbbbbbbbbbbb"
     )
     assert missed[1].startswith("slot0: fix #4")
-    healed = [*stream[:2], (1020.5, "valid", a), (1060.5, "absent", a)]
+    healed: list[tuple[float, str, str | None]] = [
+        *stream[:2],
+        (1020.5, "valid", a),
+        (1060.5, "absent", a),
+    ]
     assert missed_changes({"slot0": healed}, applied, stopped_at=1070.0) == []
     assert "the log still said nothing" in missed_changes({}, applied[:1], stopped_at=1005.0)[0]
 

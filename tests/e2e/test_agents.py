@@ -26,7 +26,7 @@ from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from store.sql import SqlEventStore
 from tests.support import agent_script
 from tests.support.cli import ONE_STEP, SEARCH, Run, events_of, run_cli
-from tests.support.llm_server import ScriptedLLM, running_llm
+from tests.support.llm_server import Reply, Request, ScriptedLLM, running_llm
 
 
 def invoke(capsys: pytest.CaptureFixture[str], *argv: str) -> Run:
@@ -271,12 +271,12 @@ def _tunable_silu(folder: Path) -> Path:
 def test_the_fixer_tunables_and_a_plateau(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def script(request: Any) -> Any:
+    def script(request: Request) -> Reply:
         if request.model == "executor-model":  # every implementation is wrong...
-            return agent_script.Reply(agent_script.fenced(agent_script.WRONG))
+            return Reply(agent_script.fenced(agent_script.WRONG))
         if request.model == "fixer-model":  # ...and the fixer mends it
             assert "incorrect" in request.user
-            return agent_script.Reply(agent_script.fenced(agent_script.FAST))
+            return Reply(agent_script.fenced(agent_script.FAST))
         return agent_script.answer(request)
 
     task = _tunable_silu(tmp_path)

@@ -167,9 +167,9 @@ def test_faults_are_recorded_and_the_loop_goes_on(tmp_path: Path) -> None:
         )
         assert run.returncode == 0, run.stderr
         outcome = json.loads(run.stdout)
-    failures = [c for c in events_of(db, LLMCallCompleted) if c.error is not None]
-    assert any("HTTP 500" in c.error for c in failures)  # type: ignore[operator]
-    assert any("Timeout" in c.error for c in failures)  # type: ignore[operator]
+    failures = [c.error for c in events_of(db, LLMCallCompleted) if c.error is not None]
+    assert any("HTTP 500" in error for error in failures)
+    assert any("Timeout" in error for error in failures)
     assert outcome["failed_llm_calls"] == len(failures) == 2
     retried = [call for call, n in attempts.items() if n == 2]
     assert len(retried) == 2  # both planner calls succeeded on their second attempt

@@ -17,6 +17,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -179,7 +180,7 @@ def test_the_daemon_follows_no_link_reads_no_host_file_and_promotes_no_forgery(
             wait_until(lambda: daemon.events(SearchFinished, task="silu"), 240, "silu's search")
             for name in ("linker", "dier", "empty"):
                 wait_until(
-                    lambda n=name: daemon.events(ProfileRecorded, task=n), 120, f"{name}'s profile"
+                    partial(daemon.events, ProfileRecorded, task=name), 120, f"{name}'s profile"
                 )
             assert daemon.alive()
         finally:

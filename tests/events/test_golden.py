@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 from agents.memory import MemoryProjection
 from events.catalog import EVENT_TYPES
 from events.codec import canonical_json, decode, encode
 from events.envelope import NewEvent, StoredEvent
-from events.projection import fold
+from events.projection import Projection, fold
 from store.projections.library import LibraryProjection
 from store.sql import SqlEventStore
 from tests.support.golden import GOLDEN, corpus
@@ -95,7 +96,9 @@ def test_a_log_written_before_the_layout_change_replays_to_the_same_projections(
     projections, folded by that code, are in projections-d3ce469.json."""
     log = corpus("log-d3ce469.jsonl")
     expected = json.loads((GOLDEN / "projections-d3ce469.json").read_text(encoding="utf-8"))
-    for projection in (LibraryProjection(), MemoryProjection()):
+    # each its own state type: a Projection[S] for one S or another
+    projections: tuple[Projection[Any], ...] = (LibraryProjection(), MemoryProjection())
+    for projection in projections:
         state = fold(projection, map(decode, log), projection.initial())
         now = json.loads(canonical_json(projection.dump(state)))
         _within(expected[projection.name], now, projection.name)

@@ -161,7 +161,7 @@ kernel = kernel[2]
 """,
         x,
     )
-    shift = np.repeat(np.float32([0.0, 1.0]), 128)[:, None]
+    shift = np.repeat(np.array([0.0, 1.0], dtype=np.float32), 128)[:, None]
     np.testing.assert_array_equal(result.outputs[0], x + shift)
 
 

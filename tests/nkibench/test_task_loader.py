@@ -178,9 +178,8 @@ TILE = [128, 256]
 def test_broken_task_folders_are_named_precisely(
     tmp_path: Path, change: dict[str, object], message: str
 ) -> None:
-    folder = make_task(
-        tmp_path, toml=change.get("toml") if isinstance(change.get("toml"), str) else None
-    )
+    toml = change.get("toml")
+    folder = make_task(tmp_path, toml=toml if isinstance(toml, str) else None)
     for name in ("kernel", "reference"):
         if name in change:
             path = folder / f"{name}.py"

@@ -20,6 +20,7 @@ from nkibench.backend import Phase, PhaseOwner, Session
 from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.harness import check_kernel, profile_kernel
 from nkibench.result import KernelResult
+from nkibench.sandbox.process import ChildOutcome, run_child
 from nkibench.task.spec import TaskSpec, load_task
 from tests.support import REPOSITORY
 from tests.support.hostile import HOSTILE, JUNK
@@ -126,9 +127,9 @@ def test_a_junk_result_is_a_typed_failure_of_the_phase_that_wrote_it(
 def _phases_run(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The phases of the children started from now on, in order."""
     started: list[str] = []
-    original = harness.run_child
+    original = run_child  # the harness's own, imported from nkibench.sandbox.process
 
-    def counted(module: str, request: dict[str, Any], **options: Any) -> Any:
+    def counted(module: str, request: dict[str, Any], **options: Any) -> ChildOutcome:
         started.append(request["entry"].rpartition(":")[2])
         return original(module, request, **options)
 

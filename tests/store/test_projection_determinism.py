@@ -50,7 +50,7 @@ library_events = st.one_of(
         tasks,
         hashes,
         st.text(
-            st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)),
+            st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]),
             max_size=20,
         ),
     ),

@@ -7,13 +7,16 @@ import contextlib
 import io
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from daemon.cli import main
+from events.base import Event
 from events.codec import decode
 from store.sql import SqlEventStore
 
 __all__ = ["ONE_STEP", "SEARCH", "Run", "events_of", "run_cli", "search_args"]
+
+E = TypeVar("E", bound=Event)
 
 
 def search_args(*, iterations: int, beam: int, plans: int, samples: int) -> list[str]:
@@ -63,7 +66,7 @@ def run_cli(*argv: str) -> Run:
     return Run(code, out.getvalue(), err.getvalue())
 
 
-def events_of(db: str, kind: type) -> list[Any]:
+def events_of(db: str, kind: type[E]) -> list[E]:
     """The events of one type in the database at `db`, decoded, in log order."""
     store = SqlEventStore.open(db)
     try:

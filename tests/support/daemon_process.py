@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from daemon.bench.soak.sampler import orphans_in
 from events.base import Event
@@ -22,9 +22,13 @@ __all__ = ["DaemonProcess", "WorkerProcess", "orphans", "wait_until"]
 
 PROGRAM = [sys.executable, "-c", "from daemon.cli import main; main()"]
 T = TypeVar("T")
+E = TypeVar("E", bound=Event)
 
 
-def wait_until(condition: Callable[[], T], timeout: float, what: str, every: float = 0.2) -> T:
+def wait_until(
+    condition: Callable[[], T | None], timeout: float, what: str, every: float = 0.2
+) -> T:
+    """The condition's first truthy value (so never None), polled every `every` seconds."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
@@ -128,12 +132,13 @@ class DaemonProcess(ChildProcess):
                 return int(line.split()[1]) / 1024
         raise AssertionError("no VmHWM in /proc/<pid>/status")
 
-    def events(self, kind: type[Event], **where: Any) -> list[Any]:
+    def events(self, kind: type[E], **where: object) -> list[E]:
         store = SqlEventStore.open(self.db)
         try:
-            found = []
+            found: list[E] = []
             for stored in store.read_all(types=[kind.type_name()]):
                 event = decode(stored).event
+                assert isinstance(event, kind)  # the events of that type, as asked
                 if all(getattr(event, k) == v for k, v in where.items()):
                     found.append(event)
             return found

@@ -12,16 +12,19 @@ from typing import Any, TypeVar
 
 from daemon.coordinator.service import Daemon, DaemonOptions
 from daemon.settings import Settings
+from events.base import Event
 from events.codec import decode
 from nkibench.suites import NKI_LEGACY_SUITE
 
 __all__ = ["TICK_S", "Running", "wait_for"]
 
 T = TypeVar("T")
+E = TypeVar("E", bound=Event)
 TICK_S = 0.2
 
 
-def wait_for(condition: Callable[[], T], timeout: float, what: str) -> T:
+def wait_for(condition: Callable[[], T | None], timeout: float, what: str) -> T:
+    """The condition's first truthy value (so never None)."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
@@ -53,9 +56,13 @@ class Running:
     def drop(self, name: str) -> None:
         shutil.copytree(NKI_LEGACY_SUITE / name, self.watch / name)
 
-    def events(self, kind: type[Any], task: str) -> list[Any]:
+    def events(self, kind: type[E], task: str) -> list[E]:
         store = self.daemon.store
-        found = [decode(s).event for s in store.read_all(types=[kind.type_name()])]
+        found = [
+            e
+            for s in store.read_all(types=[kind.type_name()])
+            if isinstance(e := decode(s).event, kind)
+        ]
         return [e for e in found if getattr(e, "task", None) == task]
 
     def stop(self) -> int:

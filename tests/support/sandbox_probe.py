@@ -55,6 +55,7 @@ def main() -> None:
     request = json.loads(sys.stdin.buffer.read())
     apply_limits(request["limits"])
     probe = request["probe"]
+    result: dict[str, object]
     if probe == "env":
         result = {"env": dict(os.environ), "cwd": os.getcwd()}
     elif probe == "limits":

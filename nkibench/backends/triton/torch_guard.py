@@ -85,6 +85,9 @@ class TorchComputeGuard(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
     trusted_depth = 0
 
+    def __init__(self) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
+
     def __torch_dispatch__(
         self,
         func: Any,
@@ -114,7 +117,7 @@ def trusted() -> Iterator[None]:
 
 def guarded(enabled: bool) -> contextlib.AbstractContextManager[Any]:
     """The guard when `enabled` (the task does not allow torch compute), else nothing."""
-    return TorchComputeGuard() if enabled else contextlib.nullcontext()  # type: ignore[no-untyped-call]
+    return TorchComputeGuard() if enabled else contextlib.nullcontext()
 
 
 def warm_up() -> None:

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")  # first: the module is skipped without torch
 
-from nkibench.backends.triton.guards import (  # noqa: E402 (torch first: skipped without it)
+import torch
+
+from nkibench.backends.triton.guards import (
     Cheat,
     ModuleSnapshot,
     check_outputs,
     poisoned_allocations,
 )
-from nkibench.backends.triton.torch_guard import (  # noqa: E402
+from nkibench.backends.triton.torch_guard import (
     ALLOWED_OPS,
     TorchCompute,
     TorchComputeGuard,
@@ -35,7 +37,7 @@ def test_allocation_views_and_queries_pass_the_guard() -> None:
         x.t().contiguous()
         x.T.unsqueeze(0).squeeze(0)
         x[1:3, ::2].narrow(0, 0, 1)
-        x.split(2)
+        x.split(2)  # type: ignore[no-untyped-call]  # torch's Tensor.split is untyped
         x.expand(2, 6, 8)
         sizes = (x.shape, x.stride(0), x.numel(), x.dtype, x.device, x.data_ptr(), x.dim())
     assert out.shape == (6, 8)
