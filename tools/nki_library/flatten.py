@@ -538,7 +538,9 @@ class Flattener:
             stmt = self._stmt(module, idx)
             deps = self._deps(module, [stmt], externals)
             eager[node] = self._deps(module, eager_parts(stmt), externals)
-            for d in deps:
+            for d in sorted(
+                deps
+            ):  # a set: sorted, so that a build does not depend on the hash seed
                 if d not in needed:
                     needed[d] = None
                     todo.append(d)
