@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import daemon.coordinator.searches as searches_module
+from agents.search import Interrupted
 from daemon.coordinator.health import StoreHealth
 from daemon.coordinator.options import DaemonOptions
 from daemon.coordinator.portfolio import PortfolioView, TaskView
@@ -89,7 +90,7 @@ class Launchers:
             queue=MemoryJobQueue(),
             llm=None,
             opened=opened(devices),
-            isolation=SimpleNamespace(),  # type: ignore[arg-type] - a port would need it
+            isolation=SimpleNamespace(),  # type: ignore[arg-type]  # only porting would use it
             health=self.health,
             view=lambda: self.view,
             revisions=self.tmp_path / "revisions",
@@ -221,7 +222,7 @@ def test_a_stopped_search_is_no_failure(
     launchers: Launchers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def interrupted(*_args: Any) -> Any:
-        raise searches_module.Interrupted("the daemon is stopping")
+        raise Interrupted("the daemon is stopping")
 
     monkeypatch.setattr(searches_module, "materialize", interrupted)
     launcher = launchers(devices=1)

@@ -10,7 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from sqlalchemy.pool import QueuePool
 
+from events.catalog import KernelSourceChanged
 from events.codec import decode
 from store import sqlite
 from store.engine import make_engine, sqlite_path
@@ -39,7 +41,12 @@ def record(store: SqlEventStore, count: int) -> None:
 
 
 def hashes(store: SqlEventStore) -> list[str]:
-    return [decode(s).event.content_hash for s in store.read_all(types=["KernelSourceChanged"])]
+    found = []
+    for stored in store.read_all(types=["KernelSourceChanged"]):
+        event = decode(stored).event
+        assert isinstance(event, KernelSourceChanged)
+        found.append(event.content_hash)
+    return found
 
 
 def test_the_identity_is_the_files_device_and_inode(store: SqlEventStore) -> None:
@@ -113,6 +120,8 @@ def test_a_postgresql_engine_is_left_alone() -> None:
     try:
         assert sqlite.file_identity(engine) is None
         sqlite.checkpoint_wal(engine)
-        assert engine.pool.checkedout() == 0
+        pool = engine.pool
+        assert isinstance(pool, QueuePool)
+        assert pool.checkedout() == 0
     finally:
         engine.dispose()
