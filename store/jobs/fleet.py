@@ -208,13 +208,18 @@ class FleetJobQueue(SqlJobQueue):
     # --- serve -----------------------------------------------------------------------------
 
     def serve(self, worker: str, handler: Handler, *, stop: threading.Event, idle_s: float) -> None:
-        """One device (`worker`), as a fleet worker of one."""
+        """One device (`worker`), as a fleet worker of one. A job fetched once `stop` is set
+        goes back to the queue unstarted, as a host's device pool does (a stopping worker
+        starts nothing)."""
 
         @contextlib.contextmanager
         def lease(usable: Usable) -> Iterator[tuple[str, Handler]]:
-            while not usable(worker):
-                if stop.wait(0.1):
+            while True:
+                if stop.is_set():
                     raise JobCancelled(f"{worker} is stopping")
+                if usable(worker):
+                    break
+                stop.wait(0.1)
             yield worker, handler
 
         self.serve_devices([worker], lease, stop=stop)
@@ -334,12 +339,14 @@ class FleetJobQueue(SqlJobQueue):
         )
 
     def _run_claimed(self, job: Job, worker: str, handler: Handler) -> None:
+        """Never left running: done, or pending again for its retry (a result that cannot be
+        recorded included)."""
         try:
             result = handler(job)
+            self._complete(job.job_id, worker, result)
         except BaseException:
             self._release(job.job_id, worker)
             raise
-        self._complete(job.job_id, worker, result)
 
     def leased_devices(self) -> int:
         """How many devices the fleet's live workers serve now (their leases)."""
