@@ -73,9 +73,8 @@ from nkibench.sandbox.isolation import Isolation
 from nkibench.task.spec import TaskSpec
 from store.engine import make_engine, sqlite_path
 from store.errors import StoreError
+from store.jobs import open_queue, queue_name, spans_hosts
 from store.jobs.base import JobQueue
-from store.jobs.fleet import FleetJobQueue, queue_name, recover_every
-from store.jobs.sql import SqlJobQueue
 from store.migrate import upgrade
 from store.projections.library import LibraryProjection, LibraryState, Promotion
 from store.projections.runner import ProjectionRunner
@@ -263,11 +262,7 @@ class Daemon:
             else:
                 log.warning("agents idle", detail=IDLE)
             opened = _open_backend(options, store, isolation, settings)
-            queue: JobQueue
-            if store.engine.dialect.name == "postgresql":
-                queue = FleetJobQueue(store.engine, queues=[queue_name(opened.name, opened.target)])
-            else:
-                queue = SqlJobQueue(store.engine)
+            queue = open_queue(store.engine, queues=[queue_name(opened.name, opened.target)])
             requeued = queue.requeue_running()
             if requeued:
                 log.info("jobs requeued after an unclean stop", jobs=requeued)
@@ -361,9 +356,8 @@ class Daemon:
     def _devices(self) -> int:
         """The devices the searches' jobs can run on: this daemon's, or the fleet's leased
         ones (workers that come and go change it)."""
-        if isinstance(self.queue, FleetJobQueue):
-            return self.queue.leased_devices()
-        return len(self.opened.devices)
+        devices = self.queue.devices()
+        return devices if devices is not None else len(self.opened.devices)
 
     def _search(self, revision: KernelSourceChanged, stop: threading.Event) -> None:
         with structlog.contextvars.bound_contextvars(task=revision.task):
@@ -512,10 +506,8 @@ class Daemon:
         return scheduler
 
     def _fleet_jobs(self) -> list[tuple[str, Callable[[], Any], float]]:
-        """On PostgreSQL, the jobs of dead workers go back to the queue (store.jobs.fleet)."""
-        if not isinstance(self.queue, FleetJobQueue):
-            return []
-        return [("recover_jobs", self.queue.recover, recover_every(self.queue.stalled_s))]
+        """The queue's own upkeep (the fleet's: the jobs of dead workers go back to it)."""
+        return self.queue.maintenance()
 
     def _clock_job(self, name: str, function: Callable[[], None]) -> None:
         try:
@@ -527,7 +519,7 @@ class Daemon:
 
     def _worker(self, name: str, factory: Callable[[], Backend]) -> Worker:
         workdir = self.state_dir / "work"
-        if isinstance(self.queue, FleetJobQueue):
+        if self.queue.spans_hosts:
             name = f"{platform.node()}/{name}"  # a device's name is fleet-wide
         return Worker(name, self.queue, factory, workdir=workdir, stop=self.stopping)
 
@@ -756,7 +748,7 @@ def _open_backend(
 ) -> OpenedBackend:
     """The backend on the devices this daemon serves itself. A coordinator of workers serves
     none: it needs only the target its jobs are for and the dialects they run."""
-    fleet = store.engine.dialect.name == "postgresql"
+    fleet = spans_hosts(store.engine)
     devices = options.devices if options.devices is not None else ([] if fleet else ["0"])
     if not devices and options.target is not None:
         info = backend_info(options.backend)
