@@ -34,7 +34,7 @@ from typing import Any
 from daemon.bench.daemon import cpu_seconds, quantile
 from store.benchmark import scratch_database
 from store.engine import make_engine, normalize_url
-from store.jobs.base import Job
+from store.jobs.base import Job, queue_name
 from store.jobs.fleet import FleetJobQueue
 from store.migrate import upgrade
 
@@ -142,6 +142,7 @@ def _wait_for(condition: Any, timeout: float, what: str) -> None:
 def _submit(queue: FleetJobQueue, job_id: str, job_ms: float) -> None:
     queue.submit(
         job_id,
+        queue=queue_name("sleep", "any"),
         task="sleep",
         kind="sleep",
         payload={"backend": "sleep", "target": "any", "ms": job_ms},

@@ -19,7 +19,7 @@ from daemon.process.logs import configure_logging
 from daemon.workers.host import SLEEP_BACKEND, WorkerOptions, run_worker
 from nkibench.backends import BACKENDS
 from nkibench.targets import TRAINIUM
-from store.jobs.fleet import FleetJobQueue, JobListing, sql_listing
+from store.jobs import JobListing, open_queue
 
 __all__ = ["jobs_command", "worker_command"]
 
@@ -108,14 +108,12 @@ def worker_command(
 def jobs_command(ctx: click.Context, as_json: bool) -> None:
     """The job queue: queued, running, done and failed jobs, their runs and their worker."""
     store = app_context(ctx).open_store(ctx)
-    if store.engine.dialect.name == "postgresql":
-        queue = FleetJobQueue(store.engine)
+    queue = open_queue(store.engine)
+    try:
         listed = queue.listing()
-        devices: int | None = queue.leased_devices()
-    else:
-        with store.engine.connect() as connection:
-            listed = sql_listing(connection)
-        devices = None
+        devices = queue.devices()
+    finally:
+        queue.close()
     if as_json:
         emit_json({"devices": devices, "jobs": [_json(item) for item in listed]})
         return

@@ -10,7 +10,7 @@ import click
 from daemon.cli.context import app_context
 from daemon.cli.options import database_option, json_option, until_option, until_target
 from daemon.cli.render import emit_json, write_file
-from daemon.views.report.fleet import busy_by_device
+from daemon.views.report.fleet import busy_by_device, listed_jobs
 from daemon.views.report.html import render_report, report_view
 from daemon.views.report.model import ReportProjection
 from daemon.views.report.view import build_view
@@ -46,7 +46,7 @@ def report_command(
             f"no task named {', '.join(unknown)} in the log", param_hint="--task"
         )
     as_of = f"position {result.position}" + (f" (--until {until})" if until else "")
-    fleet = busy_by_device(store.engine) if target is None else []
+    fleet = busy_by_device(listed_jobs(store.engine)) if target is None else []
     if as_json:  # the same view, without the pictures
         data = build_view(result.state, store.get_texts, tasks=tasks or None, as_of=as_of)
         emit_json(dataclasses.asdict(dataclasses.replace(data, fleet=fleet)))

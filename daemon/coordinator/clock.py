@@ -29,7 +29,6 @@ from events.catalog import KernelSourceChanged
 from store import sqlite
 from store.errors import StoreError
 from store.jobs.base import JobQueue
-from store.jobs.fleet import FleetJobQueue, recover_every
 from store.projections.library import LibraryState, Promotion
 from store.projections.runner import ProjectionRunner
 from store.recorder import Recorder
@@ -158,10 +157,8 @@ class Clock:
         sqlite.checkpoint_wal(self.store.engine)
 
     def _fleet_jobs(self) -> list[tuple[str, Callable[[], Any], float]]:
-        """On PostgreSQL, the jobs of dead workers go back to the queue (store.jobs.fleet)."""
-        if not isinstance(self.queue, FleetJobQueue):
-            return []
-        return [("recover_jobs", self.queue.recover, recover_every(self.queue.stalled_s))]
+        """The queue's own upkeep (the fleet's: the jobs of dead workers go back to it)."""
+        return self.queue.maintenance()
 
     def _clock_job(self, name: str, function: Callable[[], None]) -> None:
         try:

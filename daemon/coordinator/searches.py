@@ -40,7 +40,6 @@ from nkibench.errors import TaskError
 from nkibench.sandbox.isolation import Isolation
 from nkibench.task.spec import TaskSpec
 from store.jobs.base import JobQueue
-from store.jobs.fleet import FleetJobQueue
 from store.projections.library import LibraryState
 from store.recorder import Recorder
 from store.sql import SqlEventStore
@@ -185,9 +184,8 @@ class SearchLauncher:
     def _devices(self) -> int:
         """The devices the searches' jobs can run on: this daemon's, or the fleet's leased
         ones (workers that come and go change it)."""
-        if isinstance(self.queue, FleetJobQueue):
-            return self.queue.leased_devices()
-        return len(self.opened.devices)
+        devices = self.queue.devices()
+        return devices if devices is not None else len(self.opened.devices)
 
     def _search(self, revision: KernelSourceChanged, stop: threading.Event) -> None:
         with structlog.contextvars.bound_contextvars(task=revision.task):

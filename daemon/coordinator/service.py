@@ -66,9 +66,8 @@ from nkibench.sandbox.isolation import Isolation
 from store import sqlite
 from store.engine import make_engine
 from store.errors import StoreError
+from store.jobs import open_queue, queue_name, spans_hosts
 from store.jobs.base import JobQueue
-from store.jobs.fleet import FleetJobQueue, queue_name
-from store.jobs.sql import SqlJobQueue
 from store.migrate import upgrade
 from store.projections.library import LibraryProjection, LibraryState
 from store.projections.runner import ProjectionRunner
@@ -206,11 +205,7 @@ class Daemon:
             else:
                 log.warning("agents idle", detail=IDLE)
             opened = _open_backend(options, store, isolation, settings)
-            queue: JobQueue
-            if store.engine.dialect.name == "postgresql":
-                queue = FleetJobQueue(store.engine, queues=[queue_name(opened.name, opened.target)])
-            else:
-                queue = SqlJobQueue(store.engine)
+            queue = open_queue(store.engine, queues=[queue_name(opened.name, opened.target)])
             requeued = queue.requeue_running()
             if requeued:
                 log.info("jobs requeued after an unclean stop", jobs=requeued)
@@ -269,7 +264,7 @@ class Daemon:
 
     def _worker(self, name: str, factory: Callable[[], Backend]) -> Worker:
         workdir = self.state_dir / "work"
-        if isinstance(self.queue, FleetJobQueue):
+        if self.queue.spans_hosts:
             name = f"{platform.node()}/{name}"  # a device's name is fleet-wide
         return Worker(name, self.queue, factory, workdir=workdir, stop=self.stopping)
 
@@ -464,7 +459,7 @@ def _open_backend(
 ) -> OpenedBackend:
     """The backend on the devices this daemon serves itself. A coordinator of workers serves
     none: it needs only the target its jobs are for and the dialects they run."""
-    fleet = store.engine.dialect.name == "postgresql"
+    fleet = spans_hosts(store.engine)
     devices = options.devices if options.devices is not None else ([] if fleet else ["0"])
     if not devices and options.target is not None:
         info = backend_info(options.backend)

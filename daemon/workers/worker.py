@@ -24,7 +24,7 @@ from nkibench.harness import profile_kernel
 from nkibench.result import KernelResult
 from nkibench.sandbox.process import Cancelled
 from nkibench.task.spec import TaskSpec, load_task
-from store.jobs.base import Job, JobCancelled, JobQueue
+from store.jobs.base import Job, JobCancelled, JobQueue, queue_name
 
 __all__ = ["QueuedProfiler", "Worker", "WorkerPart", "profile_job"]
 
@@ -150,7 +150,8 @@ class WorkerPart:
 
 @dataclass
 class QueuedProfiler:
-    """The search's profiler in the daemon: a job on the queue, waited for."""
+    """The search's profiler in the daemon: a job on the queue of its backend and target,
+    waited for."""
 
     queue: JobQueue
     backend_name: str
@@ -167,6 +168,7 @@ class QueuedProfiler:
         task.overrides(self.shapes)
         self.queue.submit(
             job_id,
+            queue=queue_name(self.backend_name, self.target),
             task=task.name,
             kind="profile",
             payload={

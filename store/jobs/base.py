@@ -1,11 +1,34 @@
-"""The job queue port: what every adapter (in-memory, SQL, procrastinate's fleet) promises.
+"""The job queue port: what every adapter (store.jobs.memory, store.jobs.sql and
+store.jobs.fleet, procrastinate's) promises; `store.jobs.open_queue` picks the adapter.
 
 It is cut at three capabilities, as a queue such as procrastinate offers them, so that a
 search never knows where its profile runs: whoever needs work done *submits* a job and *waits
 for its result*; a device's worker *serves* the queue. Submitting is idempotent by job id and a
 finished job keeps its result, so a search that resumes after a crash finds the job, or its
-result, again: finished work is never done twice. The contract tests in
-tests/store/test_jobs_contract.py run against every adapter.
+result, again: finished work is never done twice. Beside them, administration: what the queue
+holds (`counts`, `listing`, `get`), how many devices serve it (`devices`), and the upkeep it
+needs on a clock (`maintenance`), which whoever runs the clock schedules without knowing why.
+
+**Routing is an argument.** A job is submitted on a named queue (`submit(queue=...)`, as
+procrastinate's `queue`): the profiles of a backend on a target go on
+`queue_name(backend, target)`. Every adapter keeps the name with the job (`Job.queue`); only
+the fleet routes by it: its workers take the queues they were opened with
+(`open_queue(engine, queues=...)`), and `recover` queues a job again on its own queue. The
+one-host adapters (memory, SQL) store it and ignore it: one host serves one backend on one
+target, and each of its workers takes every job. The payload is the job's own business; no
+adapter reads it.
+
+**Where the adapters differ, by design** (tests/store/test_jobs_contract.py runs the contract on
+every adapter, and what holds on one host only on the three one-host ones; the fleet's own
+behaviour is in tests/store/test_fleet_queue.py):
+- Jobs of equal priority run oldest first; among jobs submitted at the same instant, one host
+  takes the smallest id, the fleet the first submitted.
+- A handler's error other than JobCancelled ends a one-host `serve` (the job pending again:
+  the caller decides whether to serve again); the fleet retries the job itself, with backoff
+  (store.jobs.fleet.FleetRetry), and goes on serving.
+- `requeue_running` on one host trusts its caller that the workers are gone (at start, the
+  jobs of a dead process); the fleet can tell live workers from dead ones (their heartbeats)
+  and puts back only the dead ones' jobs.
 """
 
 from __future__ import annotations
@@ -15,7 +38,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 import orjson
 
@@ -24,16 +47,22 @@ from store.errors import InvalidPayload
 
 __all__ = [
     "JOB_STATES",
+    "LISTED_STATUS",
     "Handler",
     "Job",
     "JobCancelled",
+    "JobListing",
     "JobQueue",
     "JobState",
+    "Maintenance",
     "json_document",
+    "queue_name",
 ]
 
 JobState = Literal["pending", "running", "done"]
 JOB_STATES: tuple[JobState, ...] = get_args(JobState)
+LISTED_STATUS: dict[JobState, str] = {"pending": "queued", "running": "running", "done": "done"}
+"""A job's status in a listing, where no dispatch has a say (one host)."""
 
 
 class JobCancelled(Exception):
@@ -60,6 +89,33 @@ class Job:
     """When its last run started (None: never claimed)."""
     finished_at: datetime | None = None
     """When its result was recorded (None: not done)."""
+    queue: str | None = None
+    """The queue it was submitted on (None: a job from before queues were recorded)."""
+
+
+@dataclass(frozen=True)
+class JobListing:
+    """One job as `accelopt jobs` lists it: the job without its documents (`payload` is {}
+    and `result` None in a listing: `get` has them), and how its dispatch sees it."""
+
+    job: Job
+    status: str
+    """queued, running, done, or failed (the fleet: procrastinate gave up; `recover` queues
+    it again)."""
+    queue: str | None
+    """The queue it was dispatched on (the fleet: procrastinate's; one host: None)."""
+    runs: int
+    """Runs started for it, retries included (one host: the job's attempts)."""
+
+
+Maintenance = tuple[str, Callable[[], object], float]
+"""Upkeep a queue needs on a clock: (its name, what to call, every how many seconds)."""
+
+
+def queue_name(backend: str, target: str) -> str:
+    """The queue of profile jobs for `backend` on `target` (a fleet's worker takes only its
+    own)."""
+    return f"profile.{backend}.{target}"
 
 
 Handler = Callable[[Job], dict[str, Any]]
@@ -80,13 +136,25 @@ def json_document(value: dict[str, Any], what: str) -> dict[str, Any]:
 class JobQueue(ABC):
     """Jobs that wait for a device, and their results."""
 
+    spans_hosts: ClassVar[bool] = False
+    """Whether its workers may be on other hosts (the fleet): a worker's name must then be
+    unique fleet-wide (`<host>/<device>`)."""
+
     # --- submit and wait for the result ----------------------------------------------------
 
     @abstractmethod
     def submit(
-        self, job_id: str, *, task: str, kind: str, payload: dict[str, Any], priority: float
+        self,
+        job_id: str,
+        *,
+        queue: str,
+        task: str,
+        kind: str,
+        payload: dict[str, Any],
+        priority: float,
     ) -> None:
-        """Queue a job as pending, unless a job with this id exists in any state (a no-op)."""
+        """Queue a job as pending on `queue`, unless a job with this id exists in any state (a
+        no-op: its queue, payload and priority stay as first submitted)."""
 
     @abstractmethod
     def result(self, job_id: str, timeout: float) -> Job | None:
@@ -123,6 +191,19 @@ class JobQueue(ABC):
     @abstractmethod
     def get(self, job_id: str) -> Job | None:
         """The job with this id in whatever state it is, or None if there is none."""
+
+    @abstractmethod
+    def listing(self) -> list[JobListing]:
+        """Every job, newest first (then by id), without its payload and result."""
+
+    def devices(self) -> int | None:
+        """How many devices serve the queue now, fleet-wide; None where only the caller's own
+        do (one host: the caller knows them)."""
+        return None
+
+    def maintenance(self) -> list[Maintenance]:
+        """What must run on a clock for the queue to keep its promises (none, on one host)."""
+        return []
 
     def close(self) -> None:  # noqa: B027 - a hook: most queues open nothing of their own
         """Close what the queue opened itself (its caller's engine stays open)."""

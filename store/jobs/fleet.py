@@ -1,21 +1,21 @@
 """The job queue of many hosts: jobs in the event database, dispatched by procrastinate.
 
 A job keeps living in the `jobs` table (its identity, payload, state and result), exactly as on
-one host; procrastinate carries it to a worker. Submitting inserts the row and, if it is new,
-defers a procrastinate job that names it, on the queue of its backend and target
-(`profile.<backend>.<target>`), with the job id as its queueing lock. A worker serves its
-devices as one procrastinate worker whose concurrency is the number of devices: a fetched job
-takes a free device, marks the row running on it, runs, and records its result in the row
-unless one is there already, so a job run twice still has one result, and the event its
-submitter records from it is keyed by the job id.
+one host; procrastinate carries it to a worker. Submitting inserts the row (with the queue it is
+submitted on: `queue_name(backend, target)` for a profile) and, if it is new, defers a
+procrastinate job that names it, on that queue, with the job id as its queueing lock; the
+payload is never read for routing. A worker serves its devices as one procrastinate worker whose
+concurrency is the number of devices: a fetched job takes a free device, marks the row running
+on it, runs, and records its result in the row unless one is there already, so a job run twice
+still has one result, and the event its submitter records from it is keyed by the job id.
 
 What procrastinate brings: `FOR UPDATE SKIP LOCKED` fetching in priority order, LISTEN/NOTIFY
 wake-ups, retries with backoff (`FleetRetry`), and worker heartbeats. A worker beats every
-`stalled_s / 3`; one that dies (kill -9, a host gone) stops. `recover` (the coordinator's clock
-runs it every `recover_every(stalled_s)`) hands its jobs back to the queue once its heartbeat
-is older than `stalled_s`, so a dead worker's job runs again elsewhere at most
-`stalled_s + recover_every(stalled_s)` after its last heartbeat: 40 s with the default
-ACCELOPT_FLEET_STALLED_S=30.
+`stalled_s / 3`; one that dies (kill -9, a host gone) stops. `recover` (the queue's
+`maintenance`, which the coordinator's clock runs every `recover_every(stalled_s)`) hands its
+jobs back to the queue once its heartbeat is older than `stalled_s`, so a dead worker's job runs
+again elsewhere at most `stalled_s + recover_every(stalled_s)` after its last heartbeat: 40 s
+with the default ACCELOPT_FLEET_STALLED_S=30.
 
 A device serves one job at a time across the whole fleet: a worker holds a PostgreSQL session
 advisory lock per device it serves (its name, `<host>/<device>`), for as long as it serves, and
@@ -32,7 +32,6 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
@@ -46,13 +45,13 @@ from procrastinate.exceptions import AlreadyEnqueued, ConnectorException
 from procrastinate.job_context import JobContext
 from procrastinate.jobs import Job as ProcrastinateJob
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
 from store.errors import StoreError
-from store.jobs.base import Handler, Job, JobCancelled
+from store.jobs.base import Handler, Job, JobCancelled, JobListing, Maintenance, queue_name
 from store.jobs.leases import UNSURE_RETRY_S, DeviceLeases, DevicesLost, DeviceTaken, lease_space
 from store.jobs.patient import PatientJobManager
-from store.jobs.sql import SqlJobQueue, job_from_row
+from store.jobs.sql import LISTED_COLUMNS, SqlJobQueue, job_from_row
 from store.schema import jobs
 
 __all__ = [
@@ -60,7 +59,6 @@ __all__ = [
     "DevicesLost",
     "FleetJobQueue",
     "FleetRetry",
-    "JobListing",
     "Lease",
     "queue_name",
     "recover_every",
@@ -91,11 +89,6 @@ def recover_every(stalled_s: float) -> float:
     return min(10.0, stalled_s / 3)
 
 
-def queue_name(backend: str, target: str) -> str:
-    """The procrastinate queue of jobs for `backend` on `target`: a worker takes only these."""
-    return f"profile.{backend}.{target}"
-
-
 class FleetRetry(BaseRetryStrategy):
     """A drained job (JobCancelled: its worker is stopping) goes back at once, to any worker;
     a failed run is retried after 2, 4, 8… s (at most 5 min), `MAX_ATTEMPTS` runs in all."""
@@ -108,18 +101,6 @@ class FleetRetry(BaseRetryStrategy):
         if job.attempts + 1 >= MAX_ATTEMPTS:
             return None
         return RetryDecision(retry_in={"seconds": min(2 ** (job.attempts + 1), 300)})
-
-
-@dataclass(frozen=True)
-class JobListing:
-    """One job as `accelopt jobs` shows it: the row, and procrastinate's view of its runs."""
-
-    job: Job
-    status: str
-    """queued, running, done, or failed (procrastinate gave up; `recover` queues it again)."""
-    queue: str | None
-    runs: int
-    """Runs procrastinate started for it (retries included)."""
 
 
 def libpq_url(engine: Engine) -> str:
@@ -138,6 +119,7 @@ class FleetJobQueue(SqlJobQueue):
 
     POLL_S: ClassVar[float] = 0.25
     """Results come from other processes here: a waiter looks this often."""
+    spans_hosts: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -191,10 +173,19 @@ class FleetJobQueue(SqlJobQueue):
     # --- submit ----------------------------------------------------------------------------
 
     def submit(
-        self, job_id: str, *, task: str, kind: str, payload: dict[str, Any], priority: float
+        self,
+        job_id: str,
+        *,
+        queue: str,
+        task: str,
+        kind: str,
+        payload: dict[str, Any],
+        priority: float,
     ) -> None:
-        if self._insert(job_id, task=task, kind=kind, payload=payload, priority=priority):
-            self._defer(job_id, queue_name(payload["backend"], payload["target"]), priority)
+        if self._insert(
+            job_id, queue=queue, task=task, kind=kind, payload=payload, priority=priority
+        ):
+            self._defer(job_id, queue, priority)
         # else: submitted before, in whatever state: never twice
 
     def _defer(self, job_id: str, queue: str, priority: float) -> None:
@@ -208,13 +199,18 @@ class FleetJobQueue(SqlJobQueue):
     # --- serve -----------------------------------------------------------------------------
 
     def serve(self, worker: str, handler: Handler, *, stop: threading.Event, idle_s: float) -> None:
-        """One device (`worker`), as a fleet worker of one."""
+        """One device (`worker`), as a fleet worker of one. A job fetched once `stop` is set
+        goes back to the queue unstarted, as a host's device pool does (a stopping worker
+        starts nothing)."""
 
         @contextlib.contextmanager
         def lease(usable: Usable) -> Iterator[tuple[str, Handler]]:
-            while not usable(worker):
-                if stop.wait(0.1):
+            while True:
+                if stop.is_set():
                     raise JobCancelled(f"{worker} is stopping")
+                if usable(worker):
+                    break
+                stop.wait(0.1)
             yield worker, handler
 
         self.serve_devices([worker], lease, stop=stop)
@@ -334,12 +330,14 @@ class FleetJobQueue(SqlJobQueue):
         )
 
     def _run_claimed(self, job: Job, worker: str, handler: Handler) -> None:
+        """Never left running: done, or pending again for its retry (a result that cannot be
+        recorded included)."""
         try:
             result = handler(job)
+            self._complete(job.job_id, worker, result)
         except BaseException:
             self._release(job.job_id, worker)
             raise
-        self._complete(job.job_id, worker, result)
 
     def leased_devices(self) -> int:
         """How many devices the fleet's live workers serve now (their leases)."""
@@ -355,6 +353,14 @@ class FleetJobQueue(SqlJobQueue):
         return int(count)
 
     # --- administration --------------------------------------------------------------------
+
+    def devices(self) -> int:
+        """The devices the fleet's live workers lease now (workers come and go)."""
+        return self.leased_devices()
+
+    def maintenance(self) -> list[Maintenance]:
+        """The jobs of dead workers go back to the queue."""
+        return [("recover_jobs", self.recover, recover_every(self.stalled_s))]
 
     def requeue_running(self, worker: str | None = None) -> int:
         """A fleet's running jobs may be running on live workers: only what `recover` finds
@@ -375,25 +381,33 @@ class FleetJobQueue(SqlJobQueue):
             for row in stalled:
                 self.app.job_manager.retry_job_by_id(row["id"], retry_at=datetime.now(UTC))
                 log.warning("job of a stalled worker requeued", job=row["args"].get("job_id"))
-        orphans = self._orphans()
-        for job_id, payload, priority in orphans:
-            log.warning("job queued again", job=job_id)
-            self._defer(job_id, queue_name(payload["backend"], payload["target"]), priority)
-        return len(stalled) + len(orphans)
+        queued = 0
+        for job_id, queue, priority in self._orphans():
+            if queue is None:
+                log.error("job without a queue left alone", job=job_id)
+                continue
+            log.warning("job queued again", job=job_id, queue=queue)
+            self._defer(job_id, queue, priority)
+            queued += 1
+        return len(stalled) + queued
 
-    def _orphans(self) -> list[tuple[str, dict[str, Any], float]]:
+    def _orphans(self) -> list[tuple[str, str | None, float]]:
+        """The rows no procrastinate job carries, with the queue each was submitted on (a row
+        from before queues were kept in it: its last procrastinate job's, if any)."""
         cutoff = self._clock() - timedelta(seconds=ORPHAN_GRACE_S)
         with self._read("find jobs no worker will run") as connection:
             rows = connection.execute(
                 sa.text(
-                    "SELECT j.job_id, j.payload, j.priority FROM jobs j "
+                    "SELECT j.job_id, j.priority, coalesce(j.queue, (SELECT p.queue_name "
+                    "FROM procrastinate_jobs p WHERE p.queueing_lock = j.job_id "
+                    "ORDER BY p.id DESC LIMIT 1)) AS queue FROM jobs j "
                     "WHERE j.state != 'done' AND j.updated_at < :cutoff AND NOT EXISTS ("
                     "SELECT 1 FROM procrastinate_jobs p WHERE p.queueing_lock = j.job_id "
                     "AND p.status IN ('todo', 'doing'))"
                 ),
                 {"cutoff": cutoff},
             ).all()
-        return [(row.job_id, row.payload, row.priority) for row in rows]
+        return [(row.job_id, row.queue, row.priority) for row in rows]
 
     def prune(self, older_than: timedelta) -> int:
         pruned = super().prune(older_than)
@@ -412,10 +426,11 @@ class FleetJobQueue(SqlJobQueue):
 
     def listing(self) -> list[JobListing]:
         """Every job with procrastinate's view of it, newest first."""
+        columns = ", ".join(f"jobs.{column.name}" for column in LISTED_COLUMNS)
         with self._read("list the jobs") as connection:
             rows = connection.execute(
                 sa.text(
-                    "SELECT jobs.*, p.status, p.queue_name, coalesce(p.runs, 0) AS runs "
+                    f"SELECT {columns}, p.status, p.queue_name, coalesce(p.runs, 0) AS runs "
                     "FROM jobs LEFT JOIN LATERAL (SELECT status::text AS status, queue_name, "
                     "attempts AS runs FROM procrastinate_jobs WHERE queueing_lock = jobs.job_id "
                     "ORDER BY id DESC LIMIT 1) AS p ON true "
@@ -436,10 +451,3 @@ def _listing(row: Any) -> JobListing:
     else:
         status = "queued"
     return JobListing(job, status, row.queue_name, int(row.runs))
-
-
-def sql_listing(connection: Connection) -> list[JobListing]:
-    """The jobs of a one-host database (no procrastinate), as `accelopt jobs` shows them."""
-    rows = connection.execute(sa.select(jobs).order_by(jobs.c.created_at.desc())).all()
-    status = {"pending": "queued", "running": "running", "done": "done"}
-    return [JobListing(job_from_row(row), status[row.state], None, row.attempts) for row in rows]

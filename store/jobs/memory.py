@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from store.jobs.base import JOB_STATES, Job, JobState, json_document
+from store.jobs.base import JOB_STATES, LISTED_STATUS, Job, JobListing, JobState, json_document
 from store.jobs.claiming import ClaimingQueue
 
 __all__ = ["Call", "MemoryJobQueue"]
@@ -65,14 +65,26 @@ class MemoryJobQueue(ClaimingQueue):
     # --- submit and wait -------------------------------------------------------------------
 
     def submit(
-        self, job_id: str, *, task: str, kind: str, payload: dict[str, Any], priority: float
+        self,
+        job_id: str,
+        *,
+        queue: str,
+        task: str,
+        kind: str,
+        payload: dict[str, Any],
+        priority: float,
     ) -> None:
         document = json_document(payload, f"the payload of job {job_id!r}")
         with self._changed:
-            self._record("submit", job_id=job_id, task=task, kind=kind, priority=priority)
+            self._record(
+                "submit", job_id=job_id, queue=queue, task=task, kind=kind, priority=priority
+            )
             if job_id not in self._entries:
                 now = self._clock()
-                job = Job(job_id, task, kind, document, priority, "pending", None, 0, None, now)
+                job = Job(
+                    job_id, task, kind, document, priority, "pending", None, 0, None, now,
+                    queue=queue,
+                )  # fmt: skip
                 self._entries[job_id] = _Entry(job, now, now)
         self._wake()
 
@@ -149,3 +161,17 @@ class MemoryJobQueue(ClaimingQueue):
         with self._changed:
             entry = self._entries.get(job_id)
         return _copy(entry.job) if entry is not None else None
+
+    def listing(self) -> list[JobListing]:
+        with self._changed:
+            entries = sorted(self._entries.values(), key=lambda e: e.job.job_id)
+        entries.sort(key=lambda e: e.created_at, reverse=True)  # stable: newest, then by id
+        return [
+            JobListing(
+                replace(e.job, payload={}, result=None),
+                LISTED_STATUS[e.job.state],
+                None,
+                e.job.attempts,
+            )
+            for e in entries
+        ]

@@ -20,29 +20,34 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
 from store.engine import read_connection, translated, write_transaction
-from store.jobs.base import JOB_STATES, Job, JobState, json_document
+from store.jobs.base import JOB_STATES, LISTED_STATUS, Job, JobListing, JobState, json_document
 from store.jobs.claiming import ClaimingQueue
 from store.migrate import describe
 from store.schema import jobs
 
-__all__ = ["SqlJobQueue", "job_from_row"]
+__all__ = ["LISTED_COLUMNS", "SqlJobQueue", "job_from_row"]
+
+LISTED_COLUMNS = [c for c in jobs.c if c.name not in ("payload", "result")]
+"""What a listing reads of a job: all but its documents (a kernel's source, its result)."""
 
 
 def job_from_row(row: Any) -> Job:
-    """A row of the jobs table as a Job."""
+    """A row of the jobs table as a Job (one read without its documents has {} and None)."""
+    fields = row._mapping
     return Job(
         job_id=row.job_id,
         task=row.task,
         kind=row.kind,
-        payload=row.payload,
+        payload=fields.get("payload", {}),
         priority=row.priority,
         state=row.state,
         worker=row.worker,
         attempts=row.attempts,
-        result=row.result,
+        result=fields.get("result"),
         created_at=row.created_at,
         started_at=row.started_at,
         finished_at=row.finished_at,
+        queue=row.queue,
     )
 
 
@@ -77,17 +82,32 @@ class SqlJobQueue(ClaimingQueue):
     # --- submit and wait -------------------------------------------------------------------
 
     def submit(
-        self, job_id: str, *, task: str, kind: str, payload: dict[str, Any], priority: float
+        self,
+        job_id: str,
+        *,
+        queue: str,
+        task: str,
+        kind: str,
+        payload: dict[str, Any],
+        priority: float,
     ) -> None:
-        self._insert(job_id, task=task, kind=kind, payload=payload, priority=priority)
+        self._insert(job_id, queue=queue, task=task, kind=kind, payload=payload, priority=priority)
 
     def _insert(
-        self, job_id: str, *, task: str, kind: str, payload: dict[str, Any], priority: float
+        self,
+        job_id: str,
+        *,
+        queue: str,
+        task: str,
+        kind: str,
+        payload: dict[str, Any],
+        priority: float,
     ) -> bool:
         """The job as pending, unless one with its id exists; True if this call made it."""
         now = self._clock()
         values = {
             "job_id": job_id,
+            "queue": queue,
             "task": task,
             "kind": kind,
             "payload": json_document(payload, f"the payload of job {job_id!r}"),
@@ -203,3 +223,13 @@ class SqlJobQueue(ClaimingQueue):
         with self._read(f"read job {job_id!r}") as connection:
             row = connection.execute(sa.select(jobs).where(jobs.c.job_id == job_id)).first()
         return job_from_row(row) if row is not None else None
+
+    def listing(self) -> list[JobListing]:
+        with self._read("list the jobs") as connection:
+            rows = connection.execute(
+                sa.select(*LISTED_COLUMNS).order_by(jobs.c.created_at.desc(), jobs.c.job_id)
+            ).all()
+        return [
+            JobListing(job_from_row(row), LISTED_STATUS[row.state], None, row.attempts)
+            for row in rows
+        ]

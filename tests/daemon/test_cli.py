@@ -442,7 +442,10 @@ def test_jobs_lists_the_one_host_queue_with_runs_and_devices(
     try:
         queue = SqlJobQueue(store.engine)
         for job_id in ("a", "b"):
-            queue.submit(job_id, task="silu", kind="profile", payload={}, priority=0.0)
+            queue.submit(
+                job_id, queue="profile.nkisim.trn2", task="silu", kind="profile", payload={},
+                priority=0.0,
+            )  # fmt: skip
         stop = threading.Event()
 
         def one_and_stop(job: Job) -> dict[str, Any]:

@@ -191,7 +191,9 @@ def test_the_snapshot_job_drops_finished_jobs_past_their_retention(
     queue = SqlJobQueue(store.engine, clock=lambda: now[0])
 
     def finish(job_id: str) -> None:
-        queue.submit(job_id, task="silu", kind="profile", payload={}, priority=0)
+        queue.submit(
+            job_id, queue="nkisim:trn1", task="silu", kind="profile", payload={}, priority=0
+        )
         job = queue._claim("w")
         assert job is not None
         assert job.job_id == job_id
@@ -200,7 +202,9 @@ def test_the_snapshot_job_drops_finished_jobs_past_their_retention(
     finish("old")
     now[0] += timedelta(hours=1)
     finish("recent")
-    queue.submit("waiting", task="silu", kind="profile", payload={}, priority=0)
+    queue.submit(
+        "waiting", queue="nkisim:trn1", task="silu", kind="profile", payload={}, priority=0
+    )
     clock = clocks(store, queue, jobs_kept_s=1800.0)
     clocks.schedule(clock).get_job("snapshots").func()
     assert queue.get("old") is None  # finished an hour ago, kept for half of one

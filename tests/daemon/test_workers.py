@@ -22,6 +22,8 @@ from store.jobs.base import Job
 from store.jobs.memory import Call, MemoryJobQueue
 
 WAIT_S = 30.0
+QUEUE = "profile.nkisim.trn1"
+"""The queue of the profiler's backend and target (store.jobs.base.queue_name)."""
 BACKEND = cast(Backend, object())  # never called: profile_kernel is faked
 
 
@@ -70,6 +72,9 @@ def test_a_profile_is_a_job_served_by_a_worker(
         thread.join(WAIT_S)
     assert not thread.is_alive()
     assert (result.correct, result.latency_ms) == (True, 2.0)
+    job = queue.get("profile|silu|1")
+    assert job is not None
+    assert job.queue == QUEUE  # routed by the backend and target, not by the payload
     assert calls[0]["kernel_source"] == "source"
     assert calls[0]["cancel"] is stop  # a drain reaches the kernel's process
     assert thread.failure is None
@@ -85,7 +90,9 @@ def test_a_resumed_search_gets_a_finished_result_again_without_a_second_run(
         stop.set()  # the daemon is killed after this profile
         return done.to_json()
 
-    queue.submit("profile|silu|1", task="silu", kind="profile", payload={}, priority=0.0)
+    queue.submit(
+        "profile|silu|1", queue=QUEUE, task="silu", kind="profile", payload={}, priority=0.0
+    )
     queue.serve("w0", run_once, stop=stop, idle_s=WAIT_S)
     queue.calls.clear()
     result = profiler(queue).profile(task, "source", job_id="profile|silu|1")
@@ -152,7 +159,9 @@ def test_a_broken_backend_ends_the_worker_and_leaves_its_job_pending(
         "target": "trn1",
         "backend": "neuron",
     }
-    queue.submit("profile|silu|1", task="silu", kind="profile", payload=payload, priority=0.0)
+    queue.submit(
+        "profile|silu|1", queue=QUEUE, task="silu", kind="profile", payload=payload, priority=0.0
+    )
     thread = worker(queue, tmp_path, stop, make_backend=make_backend)
     thread.start()
     thread.join(WAIT_S)

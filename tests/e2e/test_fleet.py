@@ -29,7 +29,7 @@ from events.catalog import (
 )
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from store.engine import make_engine
-from store.jobs.fleet import FleetJobQueue
+from store.jobs.fleet import FleetJobQueue, queue_name
 from store.jobs.leases import lease_key, lease_space
 from store.recorder import Recorder
 from store.sql import SqlEventStore
@@ -209,6 +209,7 @@ def _sleep_jobs(queue: FleetJobQueue, prefix: str, count: int, ms: float) -> lis
     for job_id in ids:
         queue.submit(
             job_id,
+            queue=queue_name("sleep", "any"),
             task="sleep",
             kind="sleep",
             payload={"backend": "sleep", "target": "any", "ms": ms},

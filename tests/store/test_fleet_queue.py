@@ -1,10 +1,13 @@
-"""The fleet's queue on a real PostgreSQL server: procrastinate carries each job of the jobs
-table to a worker of its backend and target, a device runs one job at a time fleet-wide, a
-failed run is retried, a drained job goes to another worker, and a job that lost its
-procrastinate job is queued again by `recover`. The device leases outlive their session:
-ended (pg_terminate_backend, as a server restart ends it), a lease is taken again at the next
-check or job; taken by another worker meanwhile, the device is served no more, and said so; a
-device taken over in the middle of a job takes no job of its new holder until that one ends."""
+"""The fleet's queue on a real PostgreSQL server, beyond the port's contract (which it runs in
+test_jobs_contract.py): procrastinate carries each job of the jobs table to a worker of the
+queue it was submitted on (whatever its payload says), a device runs one job at a time
+fleet-wide, a failed run is retried with its row pending meanwhile, a drained job goes to
+another worker, `requeue_running` takes no live worker's job, and a job that lost its
+procrastinate job is queued again by `recover` on its own queue. The device leases outlive their
+session: ended (pg_terminate_backend, as a server restart ends it), a lease is taken again at
+the next check or job; taken by another worker meanwhile, the device is served no more, and said
+so; a device taken over in the middle of a job takes no job of its new holder until that one
+ends."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from structlog.testing import capture_logs
 
 from store.engine import make_engine
 from store.jobs.base import Handler, Job, JobCancelled
-from store.jobs.fleet import DevicesLost, DeviceTaken, FleetJobQueue, queue_name
+from store.jobs.fleet import DevicesLost, DeviceTaken, FleetJobQueue, queue_name, recover_every
 from store.jobs.leases import lease_key, lease_space
 from store.jobs.sql import SqlJobQueue
 
@@ -55,6 +58,7 @@ def queues(engine: sa.Engine) -> Iterator[Callable[..., FleetJobQueue]]:
 def submit(queue: SqlJobQueue, job_id: str, *, target: str = "trn2", priority: float = 0) -> None:
     queue.submit(
         job_id,
+        queue=queue_name("nkisim", target),
         task="silu",
         kind="profile",
         payload={"backend": "nkisim", "target": target},
@@ -272,8 +276,8 @@ def test_recover_queues_a_job_that_lost_its_procrastinate_job(
 ) -> None:
     later = datetime.now(UTC) + timedelta(minutes=5)
     SqlJobQueue(engine).submit(  # the row alone: a coordinator that died before the defer
-        "orphan", task="silu", kind="profile", payload={"backend": "nkisim", "target": "trn2"},
-        priority=0,
+        "orphan", queue=QUEUE, task="silu", kind="profile",
+        payload={"backend": "nkisim", "target": "trn2"}, priority=0,
     )  # fmt: skip
     recovering = queues(clock=lambda: later)
     assert queues().recover() == 0  # too young: its submitter may be about to defer it
@@ -281,6 +285,132 @@ def test_recover_queues_a_job_that_lost_its_procrastinate_job(
     assert recovering.recover() == 0  # queued now
     with Serving(queues(queues=[QUEUE]), ["h/0"], echo):
         assert recovering.result("orphan", WAIT_S) is not None
+
+
+def test_a_job_goes_on_the_queue_it_is_submitted_on_whatever_its_payload_says(
+    queues: Callable[..., FleetJobQueue],
+) -> None:
+    coordinator = queues()
+    for job_id, queue in (("here", QUEUE), ("elsewhere", queue_name("nkisim", "trn3"))):
+        coordinator.submit(
+            job_id, queue=queue, task="silu", kind="profile",
+            payload={"backend": "neuron", "target": "trn1"}, priority=0,
+        )  # fmt: skip
+    with Serving(queues(queues=[QUEUE]), ["h/0"], echo):
+        assert coordinator.result("here", WAIT_S) is not None
+        time.sleep(0.5)  # a worker of trn2 would have taken the other job by now
+    elsewhere = coordinator.get("elsewhere")
+    assert elsewhere is not None
+    assert elsewhere.state == "pending"
+    listed = {item.job.job_id: (item.job.queue, item.queue) for item in coordinator.listing()}
+    assert listed == {"here": (QUEUE, QUEUE), "elsewhere": (queue_name("nkisim", "trn3"),) * 2}
+
+
+def test_recover_queues_an_orphan_again_on_the_queue_it_was_submitted_on(
+    queues: Callable[..., FleetJobQueue], engine: sa.Engine
+) -> None:
+    later = datetime.now(UTC) + timedelta(minutes=5)
+    trn3 = queue_name("nkisim", "trn3")
+    SqlJobQueue(engine).submit(  # the row alone, and nothing in its payload routes it
+        "orphan", queue=trn3, task="silu", kind="profile", payload={}, priority=0
+    )
+    recovering = queues(clock=lambda: later)
+    assert recovering.recover() == 1
+    with Serving(queues(queues=[QUEUE]), ["h/0"], echo):
+        time.sleep(0.5)  # a worker of trn2 would have taken it by now
+        orphan = recovering.get("orphan")
+        assert orphan is not None
+        assert orphan.state == "pending"
+    with Serving(queues(queues=[trn3]), ["h/1"], echo):
+        done = recovering.result("orphan", WAIT_S)
+    assert done is not None
+    assert done.worker == "h/1"
+
+
+def test_recover_takes_a_row_from_before_queues_to_its_last_procrastinate_jobs_queue(
+    queues: Callable[..., FleetJobQueue], engine: sa.Engine
+) -> None:
+    """A row without a queue (written before they were kept) goes back on the queue of its
+    last procrastinate job; one that never had a procrastinate job is left alone, said so."""
+    later = datetime.now(UTC) + timedelta(minutes=5)
+    submit(queues(), "gave-up")
+    SqlJobQueue(engine).submit(
+        "never-deferred", queue=QUEUE, task="silu", kind="profile", payload={}, priority=0
+    )
+    with engine.begin() as connection:
+        connection.exec_driver_sql("UPDATE jobs SET queue = NULL")
+        connection.exec_driver_sql("UPDATE procrastinate_jobs SET status = 'failed'")
+    recovering = queues(clock=lambda: later)
+    with capture_logs() as logs:
+        assert recovering.recover() == 1
+    (left,) = events(logs, "job without a queue left alone")
+    assert left["job"] == "never-deferred"
+    with Serving(queues(queues=[QUEUE]), ["h/0"], echo):
+        assert recovering.result("gave-up", WAIT_S) is not None
+
+
+def test_requeue_running_leaves_the_jobs_of_live_workers_running(
+    queues: Callable[..., FleetJobQueue],
+) -> None:
+    """Only what `recover` finds abandoned goes back: a live worker's job is not taken from it
+    (the one-host queues trust their caller instead: test_jobs_contract.py)."""
+    coordinator = queues()
+    device = Recording("a")
+    with Serving(queues(queues=[QUEUE]), ["h/0"], device):
+        submit(coordinator, "a")
+        assert device.entered["a"].wait(WAIT_S)
+        assert coordinator.requeue_running() == 0
+        assert coordinator.requeue_running(worker="h/0") == 0
+        running = coordinator.get("a")
+        assert running is not None
+        assert (running.state, running.worker) == ("running", "h/0")
+        device.release["a"].set()
+        done = coordinator.result("a", WAIT_S)
+    assert done is not None
+    assert done.attempts == 1
+
+
+def test_a_failed_run_and_a_result_that_cannot_be_stored_leave_the_job_pending_for_its_retry(
+    queues: Callable[..., FleetJobQueue],
+) -> None:
+    """The fleet retries a job itself (the one-host queues end `serve` instead:
+    test_jobs_contract.py); meanwhile its row is pending, never left running."""
+    coordinator = queues()
+    runs: list[str] = []
+    other_seen: dict[tuple[str, int], str] = {}
+
+    def flaky(job: Job) -> dict[str, Any]:
+        runs.append(job.job_id)
+        run = runs.count(job.job_id)
+        other = coordinator.get("unstorable" if job.job_id == "broken" else "broken")
+        assert other is not None
+        other_seen[job.job_id, run] = other.state
+        if run == 1 and job.job_id == "broken":
+            raise RuntimeError("the backend broke")
+        if run == 1:
+            return {"ms": float("inf")}  # no database stores it
+        return echo(job)
+
+    submit(coordinator, "broken", priority=1)
+    submit(coordinator, "unstorable")
+    with Serving(queues(queues=[QUEUE]), ["h/0"], flaky):
+        for job_id in ("broken", "unstorable"):
+            assert coordinator.result(job_id, WAIT_S) is not None
+    assert runs == ["broken", "unstorable", "broken", "unstorable"]
+    assert other_seen["unstorable", 1] == "pending"  # the broken run's job went back
+    assert other_seen["broken", 2] == "pending"  # and so did the unstorable result's
+
+
+def test_the_fleets_upkeep_is_recover_and_its_devices_are_the_leased_ones(
+    queues: Callable[..., FleetJobQueue],
+) -> None:
+    coordinator = queues(stalled_s=6.0)
+    ((name, function, every_s),) = coordinator.maintenance()
+    assert (name, function, every_s) == ("recover_jobs", coordinator.recover, recover_every(6.0))
+    assert coordinator.spans_hosts
+    assert coordinator.devices() == 0
+    with Serving(queues(queues=[QUEUE]), ["h/0", "h/1"], echo):
+        assert coordinator.devices() == coordinator.leased_devices() == 2
 
 
 # --- device leases across a lost session ----------------------------------------------------

@@ -1,7 +1,12 @@
-"""The JobQueue contract, run against every adapter: memory, SQLite file, PostgreSQL.
+"""The JobQueue contract, run against every adapter: memory, SQLite file, PostgreSQL, and the
+fleet's (procrastinate, on PostgreSQL).
 
-Then what only the SQL adapter has: separate queue objects on one database (as separate
-processes would be) and driver errors, which must arrive as StoreBusy or StoreError.
+Then what holds on one host only (memory, SQLite, PostgreSQL without the fleet), where the
+port lets the fleet differ (store.jobs.base): the smallest id first among jobs submitted at the
+same instant, a handler's error ending `serve`, `requeue_running` trusting its caller (the
+fleet's side of each is in test_fleet_queue.py). Then what only the SQL adapter has: separate
+queue objects on one database (as separate processes would be), driver errors, which must
+arrive as StoreBusy or StoreError, and `open_queue`'s choice of adapter.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
@@ -22,12 +28,22 @@ import sqlalchemy as sa
 
 from store.engine import make_engine
 from store.errors import InvalidPayload, StoreBusy, StoreError
-from store.jobs.base import Handler, Job, JobCancelled, JobQueue
+from store.jobs import open_queue, spans_hosts
+from store.jobs.base import Handler, Job, JobCancelled, JobQueue, queue_name
+from store.jobs.fleet import FleetJobQueue
 from store.jobs.memory import Call, MemoryJobQueue
 from store.jobs.sql import SqlJobQueue
 
 WAIT_S = 30.0
 """The most any wait in these tests may take; reached only when the queue is broken."""
+QUEUE = queue_name("nkisim", "trn2")
+"""The queue every job here is submitted on, and the one the fleet's workers here take."""
+ONE_HOST = pytest.mark.parametrize(
+    "queue",
+    ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)],
+    indirect=True,
+)
+"""What holds on one host only: the fleet differs there by design (store.jobs.base)."""
 
 
 class ManualClock:
@@ -61,21 +77,42 @@ def open_engines() -> Iterator[Callable[[str], sa.Engine]]:
         engine.dispose()
 
 
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(
+    params=[
+        "memory",
+        "sqlite",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("fleet", marks=pytest.mark.postgres),
+    ]
+)
 def queue(
     request: pytest.FixtureRequest,
     clock: ManualClock,
     open_engines: Callable[[str], sa.Engine],
-) -> JobQueue:
-    """Every adapter of the JobQueue port, fresh, on the test's clock."""
+) -> Iterator[JobQueue]:
+    """Every adapter of the JobQueue port, fresh, on the test's clock (the fleet's workers
+    take QUEUE)."""
+    opened: JobQueue
     if request.param == "memory":
-        return MemoryJobQueue(clock=clock)
-    name = "fresh_sqlite_url" if request.param == "sqlite" else "fresh_pg_url"
-    return SqlJobQueue(open_engines(request.getfixturevalue(name)()), clock=clock)
+        opened = MemoryJobQueue(clock=clock)
+    elif request.param == "sqlite":
+        opened = SqlJobQueue(
+            open_engines(request.getfixturevalue("fresh_sqlite_url")()), clock=clock
+        )
+    else:
+        engine = open_engines(request.getfixturevalue("fresh_pg_url")())
+        if request.param == "fleet":
+            opened = FleetJobQueue(engine, queues=[QUEUE], clock=clock)
+        else:
+            opened = SqlJobQueue(engine, clock=clock)
+    yield opened
+    opened.close()
 
 
 def submit(queue: JobQueue, job_id: str, priority: float = 0.0, **payload: Any) -> None:
-    queue.submit(job_id, task="silu", kind="profile", payload=payload, priority=priority)
+    queue.submit(
+        job_id, queue=QUEUE, task="silu", kind="profile", payload=payload, priority=priority
+    )
 
 
 def echo(job: Job) -> dict[str, Any]:
@@ -170,15 +207,16 @@ def test_a_submitted_job_is_pending_until_served(queue: JobQueue, clock: ManualC
         attempts=0,
         result=None,
         created_at=clock.now,
+        queue=QUEUE,
     )
 
 
 def test_submit_is_idempotent_by_job_id_in_every_state(queue: JobQueue) -> None:
     submit(queue, "a", 1.0, version=1)
-    submit(queue, "a", 9.0, version=2)
+    queue.submit("a", queue="elsewhere", task="silu", kind="profile", payload={}, priority=9.0)
     job = queue.get("a")
     assert job is not None
-    assert (job.payload, job.priority) == ({"version": 1}, 1.0)
+    assert (job.payload, job.priority, job.queue) == ({"version": 1}, 1.0, QUEUE)
     assert queue.counts() == {"pending": 1, "running": 0, "done": 0}
 
     held = Blocking()
@@ -206,6 +244,22 @@ def test_payloads_no_database_could_store_are_refused(queue: JobQueue) -> None:
 # --- serve ---------------------------------------------------------------------------------
 
 
+def test_the_highest_priority_runs_first_then_the_oldest(
+    queue: JobQueue, clock: ManualClock
+) -> None:
+    submit(queue, "b-oldest", 1.0)
+    submit(queue, "low", 0.0)
+    clock.advance(seconds=1)
+    submit(queue, "a-newer", 1.0)  # its id comes first: its age decides
+    clock.advance(seconds=1)
+    submit(queue, "urgent", 5.0)
+    submit(queue, "below-zero", -1.0)
+    order = serve_until(queue, 5)
+    assert order == ["urgent", "b-oldest", "a-newer", "low", "below-zero"]
+    assert queue.counts() == {"pending": 0, "running": 0, "done": 5}
+
+
+@ONE_HOST
 def test_the_most_urgent_job_runs_first(queue: JobQueue, clock: ManualClock) -> None:
     """Priority first, then creation order, then the job id."""
     submit(queue, "b-oldest", 1.0)
@@ -327,6 +381,7 @@ def test_a_cancelled_job_goes_back_to_pending_and_runs_again(queue: JobQueue) ->
     assert (again.state, again.attempts) == ("done", 2)
 
 
+@ONE_HOST
 def test_a_failing_handler_leaves_no_job_running_and_its_error_propagates(
     queue: JobQueue,
 ) -> None:
@@ -346,6 +401,7 @@ def test_a_failing_handler_leaves_no_job_running_and_its_error_propagates(
     assert b.attempts == 0  # serve stopped at the error, it did not go on
 
 
+@ONE_HOST
 def test_a_result_that_cannot_be_stored_leaves_the_job_pending(queue: JobQueue) -> None:
     submit(queue, "a")
     with pytest.raises(InvalidPayload, match="result of job 'a'"):
@@ -399,6 +455,7 @@ def test_counts_name_every_state(queue: JobQueue) -> None:
     assert queue.counts() == {"pending": 2, "running": 0, "done": 1}
 
 
+@ONE_HOST
 def test_requeue_running_puts_running_jobs_back(queue: JobQueue) -> None:
     submit(queue, "a", 1.0)
     submit(queue, "b", 0.0)
@@ -435,6 +492,66 @@ def test_prune_forgets_only_jobs_finished_long_enough_ago(
     assert waiting is not None
     assert waiting.state == "pending"
     assert queue.counts() == {"pending": 1, "running": 0, "done": 0}
+
+
+def test_the_listing_shows_every_job_newest_first_without_its_documents(
+    queue: JobQueue, clock: ManualClock
+) -> None:
+    assert queue.listing() == []
+    submit(queue, "old", 1.0, source="k")
+    serve_until(queue, 1)
+    clock.advance(seconds=1)
+    submit(queue, "b", 2.0, source="k")
+    submit(queue, "a", 0.0, source="k")  # at the same instant as b: by id
+    held = Blocking()
+    with Server(queue, held) as server:
+        held.held()  # b runs
+        listed = queue.listing()
+        server.stop.set()
+        held.go.set()
+    assert [(i.job.job_id, i.job.state, i.status) for i in listed] == [
+        ("a", "pending", "queued"),
+        ("b", "running", "running"),
+        ("old", "done", "done"),
+    ]
+    assert (listed[0].runs, listed[2].runs) == (0, 1)
+    assert listed[1].job.worker == "w0"
+    old = queue.get("old")
+    assert old is not None
+    assert old.result is not None
+    assert listed[2].job == replace(old, payload={}, result=None)  # the rest is the job's
+    assert [i.job.job_id for i in queue.listing()] == ["a", "b", "old"]
+
+
+def test_devices_are_the_callers_own_or_those_serving_the_queue_now(queue: JobQueue) -> None:
+    """None where the caller knows its devices (one host); else those that serve, fleet-wide."""
+    idle = queue.devices()
+    assert (idle is not None) == queue.spans_hosts
+    assert idle in (None, 0)
+    with Server(queue):
+        submit(queue, "a")
+        assert queue.result("a", WAIT_S) is not None  # served: its device is taken
+        assert queue.devices() == (None if idle is None else 1)
+    assert queue.devices() == idle
+
+
+def test_maintenance_is_named_periodic_and_changes_nothing_on_a_healthy_queue(
+    queue: JobQueue,
+) -> None:
+    submit(queue, "done", 1.0)
+    serve_until(queue, 1)
+    submit(queue, "waiting", 0.0)
+    upkeep = queue.maintenance()
+    assert len({name for name, _, _ in upkeep}) == len(upkeep)
+    for name, function, every_s in upkeep:
+        assert name
+        assert every_s > 0
+        function()
+    assert queue.counts() == {"pending": 1, "running": 0, "done": 1}
+    assert serve_until(queue, 1) == ["waiting"]
+    waiting = queue.get("waiting")
+    assert waiting is not None
+    assert (waiting.state, waiting.attempts) == ("done", 1)  # queued once, run once
 
 
 # --- the in-memory adapter's own part ------------------------------------------------------
@@ -530,3 +647,24 @@ def test_driver_errors_become_store_errors_naming_the_database(
         queue.counts()
     with pytest.raises(StoreError, match=f"^{where}: claim a job for worker 'w0' failed: "):
         queue.serve("w0", echo, stop=threading.Event(), idle_s=WAIT_S)
+    with pytest.raises(StoreError, match=f"^{where}: list the jobs failed: "):
+        queue.listing()
+
+
+def test_open_queue_picks_the_adapter_of_the_database(
+    db_url: Callable[[], str], open_engines: Callable[[str], sa.Engine]
+) -> None:
+    """The fleet's on PostgreSQL (its workers take the queues given), one host's on SQLite."""
+    engine = open_engines(db_url())
+    queue = open_queue(engine, queues=[QUEUE])
+    try:
+        fleet = engine.dialect.name == "postgresql"
+        assert type(queue) is (FleetJobQueue if fleet else SqlJobQueue)
+        assert queue.spans_hosts == spans_hosts(engine) == fleet
+        if isinstance(queue, FleetJobQueue):
+            assert queue.queues == [QUEUE]
+        submit(queue, "a")
+        with Server(queue):
+            assert queue.result("a", WAIT_S) is not None
+    finally:
+        queue.close()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,8 @@ from alembic.config import Config
 
 from store.engine import WRITE_OPTION, make_engine
 from store.errors import DatabaseNotFound, NotAnAccelOptDatabase, SchemaMismatch
+from store.jobs.base import queue_name
+from store.jobs.sql import SqlJobQueue
 from store.migrate import _config, check_current, head_revision, inspect_revision, upgrade
 from store.sql import SqlEventStore
 
@@ -41,6 +45,49 @@ def _check(engine: sa.Engine) -> None:
 def test_migrated_schema_matches_the_table_definitions(db_url: Callable[[], str]) -> None:
     engine = make_engine(db_url())
     try:
+        _check(engine)
+    finally:
+        engine.dispose()
+
+
+def _migrate(engine: sa.Engine, action: Callable[[Config, str], None], revision: str) -> None:
+    config: Config = _config()
+    with engine.connect() as connection:
+        connection.execution_options(**{WRITE_OPTION: True})
+        config.attributes["connection"] = connection
+        action(config, revision)
+        connection.commit()
+
+
+def test_jobs_from_before_queues_get_the_queue_their_payload_routed_them_to(
+    db_url: Callable[[], str],
+) -> None:
+    """Revision 0004: the queue a job was submitted on is kept in its row; the rows already
+    there get the one the fleet routed them to, by their payload's backend and target."""
+    engine = make_engine(db_url())
+    try:
+        _migrate(engine, command.downgrade, "0003")
+        now = datetime.now(UTC)
+        with engine.begin() as connection:
+            for job_id, payload in (
+                ("routed", {"backend": "nkisim", "target": "trn2", "source": "k"}),
+                ("unrouted", {"ms": 1.0}),
+            ):
+                connection.execute(
+                    sa.text(
+                        "INSERT INTO jobs (job_id, task, kind, payload, priority, state, "
+                        "attempts, created_at, updated_at) VALUES (:job_id, 'silu', 'profile', "
+                        ":payload, 0, 'pending', 0, :now, :now)"
+                    ),
+                    {"job_id": job_id, "payload": json.dumps(payload), "now": now},
+                )
+        upgrade(engine)
+        queue = SqlJobQueue(engine)
+        routed, unrouted = queue.get("routed"), queue.get("unrouted")
+        assert routed is not None
+        assert unrouted is not None
+        assert (routed.queue, unrouted.queue) == (queue_name("nkisim", "trn2"), None)
+        assert routed.payload == {"backend": "nkisim", "target": "trn2", "source": "k"}
         _check(engine)
     finally:
         engine.dispose()

@@ -10,9 +10,10 @@ from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
+from sqlalchemy.engine import Engine
 
 from daemon.views.web.follow import Follower
-from store.jobs.sql import SqlJobQueue
+from store.jobs import JobState, open_queue
 from store.sql import SqlEventStore
 
 __all__ = ["metrics_registry"]
@@ -98,7 +99,7 @@ class _LogCollector(Collector):
         )
 
         jobs = GaugeMetricFamily("accelopt_jobs", "Jobs by state.", labels=["state"])
-        counts = SqlJobQueue(self.store.engine).counts()
+        counts = _job_counts(self.store.engine)
         for job_state, count in counts.items():
             jobs.add_metric([job_state], count)
         yield jobs
@@ -110,6 +111,14 @@ class _LogCollector(Collector):
         for host, daemon in sorted(library.daemons.items()):
             running.add_metric([host], 1 if daemon.stopped_at is None else 0)
         yield running
+
+
+def _job_counts(engine: Engine) -> dict[JobState, int]:
+    queue = open_queue(engine)
+    try:
+        return queue.counts()
+    finally:
+        queue.close()
 
 
 def metrics_registry(follower: Follower, store: SqlEventStore) -> CollectorRegistry:
