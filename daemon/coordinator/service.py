@@ -9,9 +9,9 @@ portfolio chooses, keeps the library folder in step with the library's promotion
 supervises the other parts (coordinator.supervisor): a part that dies is restarted or the
 daemon stops with a non-zero exit, never left dead.
 
-`Daemon.open` builds every collaborator (the database lock first: one daemon per database,
-coordinator.lock); `Daemon.run` runs until SIGTERM or SIGINT, which drain: no new work; searches
-stop at their next step; running kernel processes get SIGTERM, then SIGKILL, and their jobs go
+`Daemon.open` builds every collaborator (coordinator.opening; the database lock first: one
+daemon per database, coordinator.lock); `Daemon.run` runs until SIGTERM or SIGINT, which
+drain: no new work; searches stop at their next step; running kernel processes get SIGTERM, then SIGKILL, and their jobs go
 back to the queue; the last events are written; exit 0. After a SIGKILL nothing needs repair:
 the next start resumes every search from the log and reruns only jobs that had not finished.
 A database in trouble is waited out for a while (coordinator.health), then the daemon stops with
@@ -27,7 +27,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -36,16 +35,14 @@ import structlog
 from apscheduler.schedulers.background import BackgroundScheduler
 from rich.live import Live
 
-from agents.ledger import Ledger
 from agents.llm import LLMClient
 from agents.memory import MemoryProjection
-from agents.search import IDLE
-from daemon.backends import open_for_command
 from daemon.coordinator import startup
 from daemon.coordinator.clock import Clock, ClockPart
 from daemon.coordinator.health import StoreHealth
 from daemon.coordinator.library import sync_library
 from daemon.coordinator.lock import AnotherDaemon, DaemonLock
+from daemon.coordinator.opening import open_parts
 from daemon.coordinator.options import DaemonOptions
 from daemon.coordinator.portfolio import PortfolioProjection
 from daemon.coordinator.searches import SearchLauncher
@@ -55,20 +52,15 @@ from daemon.coordinator.watcher import TaskWatcher
 from daemon.process.allocator import resident_bytes
 from daemon.process.notify import Notifier
 from daemon.process.signals import stop_on_signals
-from daemon.secrets import scrubber_for
 from daemon.settings import Settings
 from daemon.workers.worker import Worker, WorkerPart
 from events.catalog import DaemonStarted, DaemonStopped
 from nkibench.backend import Backend, OpenedBackend
-from nkibench.backends import backend_info
 from nkibench.policy.provenance import package_version
 from nkibench.sandbox.isolation import Isolation
 from store import sqlite
-from store.engine import make_engine
 from store.errors import StoreError
-from store.jobs import open_queue, queue_name, spans_hosts
 from store.jobs.base import JobQueue
-from store.migrate import upgrade
 from store.projections.library import LibraryProjection, LibraryState
 from store.projections.runner import ProjectionRunner
 from store.recorder import Recorder
@@ -80,11 +72,6 @@ if TYPE_CHECKING:
 __all__ = ["Daemon", "DaemonOptions"]
 
 log = structlog.get_logger("accelopt.daemon")
-KEY_HINT = (
-    "ACCELOPT_LLM_API_KEY stays readable in /proc/<pid>/environ for the daemon's whole life: "
-    "put the key in a file named by ACCELOPT_LLM_API_KEY_FILE, or in the systemd credential "
-    "llm_api_key (LoadCredential=)"
-)
 DRAIN_LIMIT_S = 30.0
 """How long a stopping daemon waits for its searches and workers before it writes its last events
 and exits (the systemd unit's TimeoutStopSec leaves room for it)."""
@@ -174,55 +161,11 @@ class Daemon:
 
     @classmethod
     def open(cls, settings: Settings, database_url: str, options: DaemonOptions) -> Daemon:
-        """Take the database (one daemon per database), migrate it, and build every part. A
-        --shapes value no task has is refused first, before anything is recorded."""
+        """Take the database (one daemon per database), migrate it, and build every part
+        (daemon.coordinator.opening). A --shapes value no task has is refused first, before
+        anything is recorded."""
         startup.check_shapes(options.shapes, options.watch)
-        if options.standby:
-            lock = DaemonLock.acquire_as_standby(database_url)
-        else:
-            lock = DaemonLock.acquire(database_url)
-        try:
-            engine = make_engine(database_url)
-            try:
-                upgrade(engine)
-            finally:
-                engine.dispose()
-            store = SqlEventStore.open(database_url, scrubber=scrubber_for(settings, database_url))
-            isolation = settings.isolation(allow_unsafe=options.unsafe_sandbox)
-            if not isolation.contained:
-                log.warning("NO OS SANDBOX: kernels run unconfined", sandbox=isolation.describe())
-            recorder = Recorder(store, correlation_id=f"daemon:{platform.node()}:{os.getpid()}")
-            llm = None
-            if settings.agents_enabled:
-                if settings.llm.api_key[1] == "environment":
-                    log.warning("the LLM API key is in the environment", hint=KEY_HINT)
-                llm = LLMClient(
-                    settings.llm_config(),
-                    recorder,
-                    Ledger.from_store(store),
-                    settings.budget(),
-                )
-            else:
-                log.warning("agents idle", detail=IDLE)
-            opened = _open_backend(options, store, isolation, settings)
-            queue = open_queue(store.engine, queues=[queue_name(opened.name, opened.target)])
-            requeued = queue.requeue_running()
-            if requeued:
-                log.info("jobs requeued after an unclean stop", jobs=requeued)
-        except BaseException:
-            lock.release()
-            raise
-        return cls(
-            settings,
-            options,
-            store=store,
-            recorder=recorder,
-            queue=queue,
-            llm=llm,
-            opened=opened,
-            isolation=isolation,
-            lock=lock,
-        )
+        return cls(settings, options, **vars(open_parts(settings, database_url, options)))
 
     # --- the main loop's duties ---------------------------------------------------------
 
@@ -452,28 +395,6 @@ class Daemon:
         self.queue.close()
         self.store.close()
         log.info("stopped", reason=self.reason, exit_code=self.exit_code)
-
-
-def _open_backend(
-    options: DaemonOptions, store: SqlEventStore, isolation: Isolation, settings: Settings
-) -> OpenedBackend:
-    """The backend on the devices this daemon serves itself. A coordinator of workers serves
-    none: it needs only the target its jobs are for and the dialects they run."""
-    fleet = spans_hosts(store.engine)
-    devices = options.devices if options.devices is not None else ([] if fleet else ["0"])
-    if not devices and options.target is not None:
-        info = backend_info(options.backend)
-        return OpenedBackend(options.backend, options.target, frozenset(info.dialects))
-    opened = open_for_command(
-        options.backend,
-        devices or ["0"],
-        options.target,
-        store,
-        isolation=isolation,
-        settings=settings,
-        require_device=bool(devices),
-    )
-    return opened if devices else replace(opened, devices=[])
 
 
 def _record_lifecycle(recorder: Recorder, event: DaemonStarted | DaemonStopped, what: str) -> None:
