@@ -9,11 +9,11 @@ portfolio chooses, keeps the library folder in step with the library's promotion
 supervises the other parts (coordinator.supervisor): a part that dies is restarted or the
 daemon stops with a non-zero exit, never left dead.
 
-`Daemon.open` builds every collaborator (coordinator.opening; the database lock first: one
-daemon per database, coordinator.lock); `Daemon.run` runs until SIGTERM or SIGINT, which
-drain: no new work; searches stop at their next step; running kernel processes get SIGTERM, then SIGKILL, and their jobs go
-back to the queue; the last events are written; exit 0. After a SIGKILL nothing needs repair:
-the next start resumes every search from the log and reruns only jobs that had not finished.
+`Daemon.open` builds every collaborator (coordinator.opening; the database lock first: one daemon
+per database, coordinator.lock); `Daemon.run` runs until SIGTERM or SIGINT, which drain: no new
+work; searches stop at their next step; running kernel processes get SIGTERM, then SIGKILL, and
+their jobs go back to the queue; the last events are written; exit 0. After a SIGKILL nothing needs
+repair: the next start resumes every search from the log and reruns only jobs that had not finished.
 A database in trouble is waited out for a while (coordinator.health), then the daemon stops with
 exit status 1 and a one-line reason.
 """
