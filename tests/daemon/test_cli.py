@@ -535,3 +535,22 @@ def test_check_and_profile_refuse_a_forgery_and_a_junk_result_in_one_line(
     assert verdict["error_kind"] == "task"
     assert "handed back an empty result" in verdict["message"]
     assert "\n" not in verdict["message"]
+
+
+def test_a_profile_names_the_configs_of_each_autotuned_kernel() -> None:
+    from daemon.cli.kernels import _profile_lines
+    from nkibench.result import KernelResult
+
+    result = KernelResult(
+        "silu",
+        "triton",
+        "NVIDIA H100 80GB HBM3",
+        "full",
+        compiled=True,
+        correct=True,
+        latency_ms=0.0123,
+        latency_kind="measured",
+        autotuned={"silu_kernel": ["BLOCK=128, num_warps=4", "BLOCK=256, num_warps=8"]},
+    )
+    lines = _profile_lines(result)
+    assert "autotuned silu_kernel: BLOCK=128, num_warps=4 | BLOCK=256, num_warps=8" in lines
