@@ -12,7 +12,9 @@ stand in for the real package), and the agents (which prompt folder they read).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from nkibench.errors import TaskError
 from nkibench.policy import triton_code as triton_policy
@@ -104,6 +106,12 @@ class Dialect:
     """What the kernel's host code may use of a tensor library (None: it has no host code)."""
     internals: InternalAttributes | None = None
     """The interpreter's own attributes a kernel may not read (None: none)."""
+    module_subsets: Mapping[str, frozenset[str]] = field(
+        default_factory=lambda: MappingProxyType({}), hash=False
+    )
+    """Allowed modules of which a kernel may use only the names listed (`inspect`)."""
+    by_name_modules: tuple[str, ...] = ()
+    """Packages whose modules a kernel may read with `getattr(module, "name"[, default])`."""
 
 
 NKISIM = InternalAttributes(NKISIM_INTERNALS, NKISIM_INTERNALS_PROBLEM)
@@ -159,8 +167,8 @@ TRITON = Dialect(
     name="triton",
     language="Triton (NVIDIA GPUs)",
     entry_points=("run",),
-    allowed_modules=(*COMMON_MODULES, *TRITON_MODULES),
-    guarded_modules=(*COMMON_MODULES, *TRITON_MODULES),
+    allowed_modules=(*COMMON_MODULES, *triton_policy.STDLIB_MODULES, *TRITON_MODULES),
+    guarded_modules=(*COMMON_MODULES, *triton_policy.STDLIB_MODULES, *TRITON_MODULES),
     package_roots=("torch", "triton"),
     targets=(),
     output_transform=False,
@@ -169,6 +177,8 @@ TRITON = Dialect(
     default_backend="triton",
     forbidden_paths=triton_policy.FORBIDDEN_PATHS,
     global_state_roots=triton_policy.GLOBAL_STATE_ROOTS,
+    module_subsets=MappingProxyType(triton_policy.MODULE_SUBSETS),
+    by_name_modules=triton_policy.BY_NAME_MODULES,
     host_compute=HostComputeGuard(
         library="torch",
         library_name="PyTorch",

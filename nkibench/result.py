@@ -65,6 +65,10 @@ class KernelResult:
     duration_s: float = 0.0
     dialect: str | None = None
     """The kernel language it ran as (nkibench.dialects)."""
+    autotuned: dict[str, list[str]] = field(default_factory=dict)
+    """Triton: each autotuned kernel's configs, as the kernel's child reported them: on a GPU
+    the config the autotuner chose (the measured run's when profiling), under the interpreter
+    the configs the checked runs used in turn (nkibench.backends.triton.launches)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -131,6 +131,8 @@ def _profile_lines(result: KernelResult) -> list[str]:
             if "latency_ms" in estimate
             else f"nkisim    no estimate: {estimate['error']}"
         )
+    for name, configs in result.autotuned.items():
+        lines.append(f"autotuned {name}: {' | '.join(configs)}")
     lines.extend(f"warning   {w}" for w in result.warnings)
     return lines
 

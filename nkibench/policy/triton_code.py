@@ -2,19 +2,25 @@
 `triton` dialect's record (nkibench.dialects).
 
 torch's and triton's doors to files, other processes, foreign code, other streams, global state
-and the autotuner are refused by their full dotted path. Outside @triton.jit functions, torch
-may only allocate, view and query tensors (TORCH_ALLOWED, and no compute method or `@`) unless
-the task allows torch compute; the kernel child checks the same at run time, op by op
-(nkibench.backends.triton.torch_guard). Plain data: importing it imports neither torch nor
+and Triton's runtime and compiler are refused by their full dotted path; the autotuner's
+front (`triton.autotune`, `triton.Config`, `triton.heuristics`) is allowed, and the kernel
+child decides what it does (nkibench.backends.triton.launches). Outside @triton.jit functions,
+torch may only allocate, view and query tensors (TORCH_ALLOWED, and no compute method or `@`)
+unless the task allows torch compute; the kernel child checks the same at run time, op by op
+(nkibench.backends.triton.torch_guard), and what decides is what ran: a branch that never runs
+may hold anything the other rules allow. Plain data: importing it imports neither torch nor
 triton.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "BY_NAME_MODULES",
     "FORBIDDEN_PATHS",
     "GLOBAL_STATE_ROOTS",
     "JIT_DECORATOR",
+    "MODULE_SUBSETS",
+    "STDLIB_MODULES",
     "TENSOR_COMPUTE_METHODS",
     "TORCH_ALLOWED",
     "TORCH_COMPUTE_HINT",
@@ -72,20 +78,23 @@ FORBIDDEN_PATHS = (
     "torch.cuda.graphs",
     "torch.cuda.CUDAGraph",
     "torch.cuda.Event",
-    "torch.cuda.synchronize",
     "torch.Stream",
     "torch.accelerator",
     "torch.get_device_module",
-    # the compiler's and the runtime's internals, the autotuner (timing runs of its own)
+    # the compiler's and the runtime's internals (the autotuner's front is allowed: the
+    # kernel's child decides how it picks a config)
     "triton.runtime",
     "triton.compiler",
     "triton.testing",
     "triton.tools",
     "triton.backends",
     "triton.knobs",
-    "triton.autotune",
-    "triton.Config",
-    "triton.heuristics",
+    # the standard library's pure modules, but what reads other objects' fields by name
+    # (asdict, astuple: private fields too) or writes another module's namespace (global_enum
+    # writes a class's members into the module its `__module__` names)
+    "dataclasses.asdict",
+    "dataclasses.astuple",
+    "enum.global_enum",
     # removed from Triton 3.9 (say so before the kernel fails on the GPU host)
     "triton.language.make_block_ptr",
     "triton.language.advance",
@@ -143,6 +152,8 @@ TORCH_ALLOWED = frozenset(
         "torch.cuda.get_device_properties",
         "torch.cuda.get_device_capability",
         "torch.cuda.get_device_name",
+        # waits for the device: no compute, and run()'s own time
+        "torch.cuda.synchronize",
     }
 )
 """What a Triton task's run() may use of the torch module unless the task allows torch compute:
@@ -150,6 +161,59 @@ allocation, types and queries. Tensor methods that view and query (`.view`, `.re
 `.contiguous`, `.stride()`, `.shape`, `.numel()`...) are not listed: on an unknown object the
 check refuses compute methods by name instead (TENSOR_COMPUTE_METHODS), and the kernel child
 refuses every aten op outside its allowed set at run time."""
+
+STDLIB_MODULES = (
+    "__future__",
+    "inspect",
+    "dataclasses",
+    "enum",
+    "collections",
+    "collections.abc",
+    "operator",
+    "numbers",
+    "abc",
+    "heapq",
+    "bisect",
+    "cmath",
+)
+"""Standard-library modules a Triton kernel may import besides math, typing, functools and
+itertools (`__future__`: compiler directives, `from __future__ import annotations`): none
+reaches the OS, files, other processes or the interpreter's state (what they hold of such
+modules, `dataclasses.sys`, `enum.bltns`, is refused as their attribute), and what in them
+reads by name or evaluates text is refused by its path or name (FORBIDDEN_PATHS,
+nkibench.sandbox.policy). Left out on purpose: `os`, `sys`, `subprocess`, `socket`, `ctypes`,
+`importlib`, `builtins`, `types`, `gc`, `copy`, `pickle`, `contextlib` (`chdir`), `warnings`
+(global filters), `random` and `time` (global state, clocks), `string` (`Formatter` reads
+attributes by name), `re`."""
+MODULE_SUBSETS = {
+    "inspect": frozenset(
+        {
+            "signature",
+            "Signature",
+            "Parameter",
+            "BoundArguments",
+            "isclass",
+            "isfunction",
+            "ismethod",
+            "isroutine",
+            "isbuiltin",
+            "isgeneratorfunction",
+            "iscoroutinefunction",
+        }
+    ),
+}
+"""Modules a kernel may use only these names of (any other `inspect.<name>` is refused):
+inspect reaches frames (`currentframe`, `stack`), other modules (`getmodule`), source files
+(`getsource`), globals (`getclosurevars`), every attribute by name (`getmembers`) and the
+evaluator of string annotations (`get_annotations(eval_str=True)`). What is left binds
+arguments (`inspect.signature(fn).bind(*args)`) and asks what an object is. In the kernel's
+child, `inspect.signature` is a facade that answers for the kernel's own functions only
+(nkibench.sandbox.facades): the defaults of a library's function are objects the check never
+saw (`torch.save`'s is the pickle module)."""
+BY_NAME_MODULES = ("triton",)
+"""Packages whose modules a kernel may read by name with `getattr(module, "name"[, default])`
+(a string literal, checked as `module.name`): `getattr(tl, "fast_exp", tl.exp)` picks what the
+installed Triton has."""
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -179,9 +243,11 @@ _TENSOR_COMPUTE = _words(
     "logical_not "
     # new data from old
     "repeat repeat_interleave tile flip roll rot90 tril triu "
-    # casts, and tensor data read on the host
-    "to type type_as float double half bfloat16 int long short bool byte char cpu cuda numpy "
-    "tolist item "
+    # casts, and tensor data read on the host as a NumPy array or a list (`.item()`, `.to()`,
+    # `.cuda()`, `.cpu()` and `.type()` are left to the run-time guard: `x.device.type`,
+    # `x.to(x.device)` and `x.cuda()` on a CUDA tensor are queries or no-ops, and what they
+    # do at run time is seen op by op there)
+    "type_as float double half bfloat16 int long short bool byte char numpy tolist "
     # in place only
     "fill_ zero_ copy_ set_ uniform_ normal_ random_ bernoulli_ exponential_"
 )

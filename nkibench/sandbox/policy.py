@@ -24,6 +24,7 @@ __all__ = [
     "global_setter",
     "module_allowed",
     "reachable_module",
+    "subset_problem",
 ]
 
 
@@ -93,11 +94,18 @@ FORBIDDEN_ATTRIBUTES = frozenset(
         "memmap",
         "DataSource",
         "from_file",
-        # typing's and functools' evaluators of string annotations: eval() in disguise
+        # typing's, functools' and inspect's evaluators of string annotations: eval() in
+        # disguise (`inspect.Signature.from_callable(f, eval_str=True)`)
         "get_type_hints",
         "singledispatch",
         "singledispatchmethod",
         "evaluate_forward_ref",
+        "get_annotations",
+        "from_callable",
+        "from_function",
+        "from_builtin",
+        # Triton's autotuner's cache of timings in files (`Autotuner.check_disk_cache`)
+        "check_disk_cache",
     }
 )
 # frames, tracebacks, generators' and coroutines' frames, code objects: the way from a kernel's
@@ -121,6 +129,10 @@ INTROSPECTION_ATTRIBUTES = frozenset(
         "tb_frame",
         "tb_next",
         "co_code",
+        # a Triton @jit function's globals (and those of the functions it calls: Triton's
+        # own, whose `__builtins__` are the real ones), as a dict
+        "get_capture_scope",
+        "used_global_vals",
     }
 )
 # the standard library's modules that reach the process, files, the network, other objects by
@@ -175,6 +187,20 @@ def forbidden_path(path: str, dialect: str) -> str | None:
     for forbidden in get_dialect(dialect).forbidden_paths:
         if path == forbidden or path.startswith(forbidden + "."):
             return forbidden
+    return None
+
+
+def subset_problem(path: str, dialect: str) -> str | None:
+    """What is wrong with `path` under a module of which the dialect allows a subset
+    (`inspect.currentframe`); None: nothing, or not such a module."""
+    for module, names in get_dialect(dialect).module_subsets.items():
+        if path.startswith(module + "."):
+            name = path[len(module) + 1 :].split(".", maxsplit=1)[0]
+            if name not in names:
+                return (
+                    f"`{module}.{name}` is not allowed: a kernel may use only "
+                    f"{', '.join(sorted(names))} of {module}"
+                )
     return None
 
 

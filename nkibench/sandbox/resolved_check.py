@@ -15,12 +15,14 @@ import importlib
 import types
 
 from nkibench.errors import KernelError
+from nkibench.sandbox.main_block import without_main_blocks
 from nkibench.sandbox.named_reads import pattern_chains
 from nkibench.sandbox.policy import (
     FORBIDDEN_NUMPY_ATTRIBUTES,
     forbidden_path,
     global_setter,
     reachable_module,
+    subset_problem,
 )
 from nkibench.sandbox.static_check import Violation, import_bindings
 
@@ -57,6 +59,8 @@ class _Resolver:
             full = value.__name__
         if forbidden_path(full, self.dialect) or global_setter(full, self.dialect):
             return self.refuse(node, f"`{written}` is {full}, which a kernel may not use")
+        if problem := subset_problem(full, self.dialect):
+            return self.refuse(node, f"`{written}`: {problem}")
         return value
 
     def follow(
@@ -105,7 +109,7 @@ def check_resolved(source: str, dialect: str) -> list[Violation]:
     functions stay refused wherever numpy is reached from (`nl.np.load`). It imports the
     kernel's modules, so it runs in the kernel's child, after nkisim's shadow modules are
     installed and before the kernel's own code runs."""
-    tree = ast.parse(source)
+    tree = _by_name_reads(without_main_blocks(ast.parse(source)))
     bindings = import_bindings(tree)
     resolver = _Resolver(dialect)
     roots: dict[str, tuple[object, str]] = {}
@@ -118,7 +122,7 @@ def check_resolved(source: str, dialect: str) -> list[Violation]:
                         roots[name] = resolver.root(node, name, *bindings[name])
                     except _Stop:
                         continue
-    receivers: set[int] = set()
+    receivers = _hasattr_receivers(tree)
     for node in ast.walk(tree):  # outer attributes come before their receivers
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             bound = roots.get(node.id)
@@ -163,6 +167,53 @@ def _follow_patterns(
             if binds and isinstance(holder, types.ModuleType):
                 line = case.pattern.lineno
                 resolver.violations.append(Violation(line, _module_value(written, path)))
+
+
+def _literal_read(node: ast.AST, function: str) -> ast.Call | None:
+    """`function(x, "name", ...)` with a literal name and nothing unpacked (None: not that)."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == function
+        and len(node.args) >= 2
+        and not node.keywords
+        and not any(isinstance(a, ast.Starred) for a in node.args)
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        return None
+    return node
+
+
+class _GetattrAsAttribute(ast.NodeTransformer):
+    """`getattr(tl, "exp2", d)` read as `getattr(tl.exp2, d)`: the chain `tl.exp2` is then
+    followed like any other, and refused where it reaches a module (held as a value)."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        call = _literal_read(node, "getattr")
+        if call is not None:
+            name = call.args[1]
+            assert isinstance(name, ast.Constant)
+            assert isinstance(name.value, str)
+            read = ast.copy_location(ast.Attribute(call.args[0], name.value, ast.Load()), call)
+            call.args = [read, *call.args[2:]]
+        return node
+
+
+def _by_name_reads(tree: ast.Module) -> ast.Module:
+    result = _GetattrAsAttribute().visit(tree)
+    assert isinstance(result, ast.Module)
+    return result
+
+
+def _hasattr_receivers(tree: ast.Module) -> set[int]:
+    """`hasattr(tl, "exp2")`: `tl` is asked about, not held as a value."""
+    return {
+        id(call.args[0])
+        for node in ast.walk(tree)
+        if (call := _literal_read(node, "hasattr")) is not None
+    }
 
 
 def _module_value(written: str, module: str) -> str:

@@ -20,6 +20,7 @@ from nkibench.errors import ERROR_KINDS
 
 __all__ = [
     "MalformedResult",
+    "autotuned_shape",
     "check_compare",
     "check_kernel",
     "check_manifest",
@@ -27,6 +28,8 @@ __all__ = [
 ]
 
 MAX_OUTPUTS = 1024
+MAX_AUTOTUNED = 64
+"""Autotuned kernels a kernel phase may report (16 configs each, 300 characters a config)."""
 ARRAY_FILE = re.compile(r"(input|expected)_\d{1,4}\.npy")
 
 
@@ -119,11 +122,29 @@ def check_kernel(result: dict[str, Any], seeds: Iterable[int]) -> dict[str, Any]
         _need(_number(entry.get("kernel_s", 0.0)), f"seed {seed}: kernel_s")
         never = entry.get("never_written", [])
         _need(isinstance(never, list) and all(_integer(n) for n in never), f"seed {seed}: counts")
+        _need(_integer(entry.get("launches", 0)), f"seed {seed}: launches")
+    _need(autotuned_shape(result.get("autotuned", {})), "autotuned")
     warnings = result.get("warnings", [])
     _need(isinstance(warnings, list) and all(isinstance(w, str) for w in warnings), "warnings")
     capacity = result.get("capacity", {})
     _need(isinstance(capacity, dict) and all(_number(v) for v in capacity.values()), "capacity")
     return entries
+
+
+def autotuned_shape(value: Any) -> bool:
+    """Autotuned kernel's name → the configs it used, as text (bounded)."""
+    return (
+        isinstance(value, dict)
+        and len(value) <= MAX_AUTOTUNED
+        and all(
+            isinstance(name, str)
+            and len(name) <= 100
+            and isinstance(configs, list)
+            and len(configs) <= 16
+            and all(isinstance(c, str) and len(c) <= 300 for c in configs)
+            for name, configs in value.items()
+        )
+    )
 
 
 def check_compare(result: dict[str, Any], seeds: Iterable[int]) -> dict[str, Any]:

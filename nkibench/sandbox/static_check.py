@@ -60,7 +60,15 @@ nkibench.sandbox.named_reads):
   template (no field lookup), and `"%(key)s" % mapping` reads entries by key, never
   attributes, and gives back text: both stay allowed.
 - `hasattr(x, "name")` reads the attribute (it runs a property's getter, and answers whether
-  a door exists): its name must be a literal and passes the checks of `.name`.
+  a door exists): its name must be a literal and passes the checks of `.name`. On an
+  imported module (`hasattr(tl, "exp2")`) the module is asked, not held as a value, and the
+  read is checked as the attribute `tl.exp2`. `getattr` is refused, but as
+  `getattr(<module>, "name"[, default])` on a module of the dialect's by-name packages
+  (Triton's: `getattr(tl, "fast_exp", tl.exp)`), checked as `<module>.name`; in the kernel's
+  child the builtin `getattr` holds the same rules at run time (nkibench.sandbox.facades).
+- `eval_str=` (inspect's and annotationlib's evaluators of string annotations) is refused as
+  a keyword of any call; `inspect`'s other evaluators are refused by name (`from_callable`,
+  `get_annotations`) or left out of the names a kernel may use of it (MODULE_SUBSETS).
 - `functools.update_wrapper` (and `wraps` with `assigned=` / `updated=`) reads attributes of
   one object and writes them on another, by names in strings: with a property named
   `__globals__` on a kernel's class, `update_wrapper(sink, typing.cast, ("__globals__",))`
@@ -97,10 +105,20 @@ Looked at and left allowed, with why:
 - the walrus binds a Name (checked as any Name); decorators receive the kernel's own
   functions; `typing.final` / `no_type_check` / `dataclass_transform` / `runtime_checkable`
   write fixed flag attributes, and a runtime-checkable Protocol's isinstance answers booleans.
-- `copy`, `pickle`, `copyreg`, `dataclasses` (`fields`, `asdict`), `operator`, `inspect`,
-  `string` (`Formatter`, `Template`) cannot be imported by any dialect (dialects.py), and as
-  another module's attribute they are refused by name (FORBIDDEN_MODULE_ATTRIBUTES) or, in the
-  kernel's child, by check_resolved; `__reduce_ex__` and `__deepcopy__` are underscore names.
+- `copy`, `pickle`, `copyreg`, `string` (`Formatter`, `Template`) cannot be imported by any
+  dialect (dialects.py), and as another module's attribute they are refused by name
+  (FORBIDDEN_MODULE_ATTRIBUTES) or, in the kernel's child, by check_resolved;
+  `__reduce_ex__` and `__deepcopy__` are underscore names. A Triton kernel may import the
+  standard library's pure modules (nkibench.policy.triton_code.STDLIB_MODULES: `inspect`,
+  `dataclasses`, `enum`, `collections`, `operator`...): their by-name readers stay refused
+  (`operator.attrgetter`, `dataclasses.asdict`), `inspect` only for the names that bind
+  arguments and ask what an object is (`inspect.signature`, answering for the kernel's own
+  functions only), and what they hold of other modules is refused as their attribute
+  (`dataclasses.sys`; `enum.bltns` in check_resolved). Reached as another module's attribute
+  (`dataclasses.inspect`), `inspect` and `operator` stay refused by name.
+- `if __name__ == "__main__":` at the top level: its body is never run (the kernel's module
+  has its own name, and the loader empties the body), so it is not checked (a self-test may
+  import `sys`); binding `__name__` anywhere is refused (nkibench.sandbox.main_block).
 """
 
 from __future__ import annotations
@@ -111,6 +129,7 @@ from dataclasses import dataclass
 from nkibench.dialects import IMPORT_ROOTS, HostComputeGuard, get_dialect
 from nkibench.errors import ErrorKind
 from nkibench.sandbox.attributes import guarded_targets
+from nkibench.sandbox.main_block import MAIN_NAME, without_main_blocks
 from nkibench.sandbox.named_reads import (
     MATCH_SELF_TYPES,
     binder_names,
@@ -130,9 +149,17 @@ from nkibench.sandbox.policy import (
     forbidden_path,
     global_setter,
     module_allowed,
+    subset_problem,
 )
 
-__all__ = ["Violation", "check_source", "import_bindings", "violation_kind"]
+__all__ = [
+    "Violation",
+    "attribute_problem",
+    "by_name_module",
+    "check_source",
+    "import_bindings",
+    "violation_kind",
+]
 
 
 @dataclass(frozen=True)
@@ -144,7 +171,7 @@ class Violation:
         return f"{filename} line {self.line}: {self.problem}"
 
 
-def _attribute_problem(name: str, dialect: str) -> str | None:
+def attribute_problem(name: str, dialect: str) -> str | None:
     """What is wrong with `.name` on any object (None: nothing)."""
     if name.startswith("_"):
         return f"attribute `.{name}` is not allowed (no underscore names)"
@@ -242,6 +269,8 @@ class _Checker(ast.NodeVisitor):
         for name in binder_names(node):  # a Name's own store is checked in visit_Name
             if name in FORBIDDEN_NAMES:
                 self._flag(node, f"`{name}` is not allowed in a kernel")
+            elif name == MAIN_NAME:
+                self._flag(node, _MAIN_NAME_PROBLEM)
             elif problem := _hook_problem(name):
                 self._flag(node, problem)
         super().visit(node)
@@ -270,7 +299,7 @@ class _Checker(ast.NodeVisitor):
         pattern's subject, hasattr's first argument): the checks of `.name` on an unknown
         object, numpy's file functions too, since no path says it is not numpy, and the builtins
         a kernel may not use (`case object(exec=run)` on a module that holds them)."""
-        problem = _attribute_problem(name, self.dialect)
+        problem = attribute_problem(name, self.dialect)
         if problem is None and name in FORBIDDEN_NAMES:
             problem = f"`{name}` is not allowed in a kernel"
         if problem is None and name in FORBIDDEN_NUMPY_ATTRIBUTES:
@@ -314,16 +343,23 @@ class _Checker(ast.NodeVisitor):
                 elif (
                     numpy_io
                     or forbidden_path(full, self.dialect)
-                    or _attribute_problem(alias.name, self.dialect)
+                    or attribute_problem(alias.name, self.dialect)
                     or self._library_problem(full)
+                    or subset_problem(full, self.dialect)
                 ):
                     self._flag(node, f"import of {full!r} is not allowed")
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
         hook = _hook_problem(node.id) if isinstance(node.ctx, ast.Store) else None
-        if node.id in FORBIDDEN_NAMES:
+        if node.id == "getattr" and id(node) in self._seen_calls:
+            pass  # getattr(<module>, "name"[, default]): checked as <module>.name at its call
+        elif node.id == "getattr" and get_dialect(self.dialect).by_name_modules:
+            self._flag(node, _GETATTR_PROBLEM)
+        elif node.id in FORBIDDEN_NAMES:
             self._flag(node, f"`{node.id}` is not allowed in a kernel")
+        elif node.id == MAIN_NAME and not isinstance(node.ctx, ast.Load):
+            self._flag(node, _MAIN_NAME_PROBLEM)
         elif hook:
             self._flag(node, hook)
         elif node.id == "hasattr" and id(node) not in self._seen_calls:
@@ -371,7 +407,7 @@ class _Checker(ast.NodeVisitor):
         path = self._dotted(node, self.aliases)
         forbidden = forbidden_path(path, self.dialect) if path else None
         numpy_path = path is not None and path.split(".")[0] == "numpy"
-        problem = _attribute_problem(node.attr, self.dialect)
+        problem = attribute_problem(node.attr, self.dialect)
         writable = (
             id(node) in self._object_writes
             and isinstance(node.value, ast.Name)
@@ -390,6 +426,8 @@ class _Checker(ast.NodeVisitor):
             self._flag(node, problem)
         elif numpy_path and node.attr in FORBIDDEN_NUMPY_ATTRIBUTES:
             self._flag(node, f"`.{node.attr}` (files, pickles or pointers) is not allowed")
+        elif path and not inner and (subset := subset_problem(path, self.dialect)):
+            self._flag(node, subset)
         elif path and not forbidden and not inner and global_setter(path, self.dialect):
             roots = get_dialect(self.dialect).global_state_roots
             owners = " or ".join(f"{root}'s" for root in roots)
@@ -447,6 +485,8 @@ class _Checker(ast.NodeVisitor):
         func, args = node.func, node.args
         plain = not node.keywords and not any(isinstance(a, ast.Starred) for a in args)
         literal = [_string(a) for a in args]
+        if self._module_read(node, plain, literal):
+            return
         if isinstance(func, ast.Attribute) and func.attr in FORMAT_METHODS and args:
             if literal[0] is not None:  # str.format(template, ...)
                 self._format_templates[id(func)] = literal[0]
@@ -465,6 +505,43 @@ class _Checker(ast.NodeVisitor):
             )
         self.generic_visit(node)
 
+    def _module_read(self, node: ast.Call, plain: bool, literal: list[str | None]) -> bool:
+        """`hasattr(<module>, "name")` on any module the kernel imports, and
+        `getattr(<module>, "name"[, default])` on a module of the dialect's by-name packages
+        (`getattr(tl, "fast_exp", tl.exp)`): the module is a receiver there, not a value,
+        and the read is checked as the attribute `<module>.name` would be. True: handled
+        (the call's parts are visited here)."""
+        func, args = node.func, node.args
+        if not (isinstance(func, ast.Name) and func.id in ("hasattr", "getattr")):
+            return False
+        if func.id in self._bound or not plain or len(args) not in (2, 3) or literal[1] is None:
+            return False
+        if func.id == "hasattr" and len(args) != 2:
+            return False
+        module = self._module_path(args[0])
+        if module is None:
+            return False
+        if func.id == "getattr" and by_name_module(module, self.dialect) is None:
+            return False
+        self._seen_calls.add(id(func))
+        read = ast.copy_location(ast.Attribute(args[0], literal[1], ast.Load()), node)
+        self.visit_Attribute(read)  # visits args[0] as its receiver
+        self.visit(func)
+        for other in args[1:]:
+            self.visit(other)
+        return True
+
+    def _module_path(self, node: ast.expr) -> str | None:
+        """The module `node` names (`tl`, `tl.math`): a name bound to an imported module, or
+        an attribute chain on one that is itself a module the kernel may import."""
+        if isinstance(node, ast.Name):
+            return self.modules.get(node.id)
+        if isinstance(node, ast.Attribute):
+            path = self._dotted(node, self.modules)
+            if path is not None and module_allowed(path, self.dialect):
+                return path
+        return None
+
     def visit_Constant(self, node: ast.Constant) -> None:
         # a hook's name as a string: a class namespace's key (a metaclass's, a dict handed to
         # a class factory), the one spelling of a definition that is not a binding
@@ -474,6 +551,12 @@ class _Checker(ast.NodeVisitor):
     def visit_keyword(self, node: ast.keyword) -> None:
         if node.arg is not None and (problem := _hook_problem(node.arg)):
             self._flag(node, problem)  # dict(__array_function__=f)
+        elif node.arg == "eval_str":
+            self._flag(
+                node,
+                "`eval_str=` evaluates string annotations as code (eval in disguise): read "
+                "the annotations as they are",
+            )
         self.generic_visit(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
@@ -571,6 +654,26 @@ class _Checker(ast.NodeVisitor):
         self._device_depth -= device
 
 
+_MAIN_NAME_PROBLEM = (
+    "binding `__name__` is not allowed: the kernel's module keeps its own name (its "
+    '`if __name__ == "__main__":` block is never run)'
+)
+_GETATTR_PROBLEM = (
+    "`getattr` is allowed only on a module of Triton with the name as a string literal "
+    '(`getattr(tl, "exp2", tl.exp)`): a computed name, or getattr on any other object, reads '
+    "attributes out of the check's sight"
+)
+
+
+def by_name_module(module: str, dialect: str) -> str | None:
+    """The package of the dialect's by-name packages that `module` lies in (None: none):
+    getattr with a literal name is allowed on its modules."""
+    for root in get_dialect(dialect).by_name_modules:
+        if module == root or module.startswith(root + "."):
+            return root
+    return None
+
+
 def _module_aliases(tree: ast.Module, modules: tuple[str, ...]) -> dict[str, str]:
     """Names bound to the given modules: `import torch`, `import triton.language as tl`,
     `from triton import language as tl`."""
@@ -621,7 +724,7 @@ def check_source(
     error is reported as a violation too, so callers get one list to show.
     """
     try:
-        tree = ast.parse(source, filename=filename)
+        tree = without_main_blocks(ast.parse(source, filename=filename))
     except SyntaxError as e:
         return [Violation(e.lineno or 0, f"SyntaxError: {e.msg}")]
     record = get_dialect(dialect)

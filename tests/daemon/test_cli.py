@@ -554,3 +554,22 @@ def test_replay_rebuilds_the_reports_projection_by_name(
     before = early.json()
     assert isinstance(before, dict)
     assert before["state"]["tasks"]["rmsnorm"]["baseline_ms"] is None  # not profiled yet
+
+
+def test_a_profile_names_the_configs_of_each_autotuned_kernel() -> None:
+    from daemon.cli.kernels import _profile_lines
+    from nkibench.result import KernelResult
+
+    result = KernelResult(
+        "silu",
+        "triton",
+        "NVIDIA H100 80GB HBM3",
+        "full",
+        compiled=True,
+        correct=True,
+        latency_ms=0.0123,
+        latency_kind="measured",
+        autotuned={"silu_kernel": ["BLOCK=128, num_warps=4", "BLOCK=256, num_warps=8"]},
+    )
+    lines = _profile_lines(result)
+    assert "autotuned silu_kernel: BLOCK=128, num_warps=4 | BLOCK=256, num_warps=8" in lines

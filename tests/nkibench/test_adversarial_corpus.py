@@ -55,8 +55,27 @@ FAMILIES = (
     "a format template the check cannot read",
     "functools.update_wrapper",
     "by mapping pattern",
+    # issue 25: the doors the idioms of real Triton kernels could open
+    "inspect (getmembers",
+    "through inspect.signature",
+    "(eval_str)",
+    "(Signature.from_callable)",
+    "getattr with a computed name",
+    "getattr on a tensor",
+    'getattr(triton, "runtime")',
+    "held as a value through getattr",
+    "get_capture_scope",
+    "main block (rebinding __name__)",
+    "main block (its else: branch)",
+    "enum.bltns",
+    "dataclasses.asdict",
+    "enum.global_enum",
+    "autotuner hook",
+    "PyTorch fallback instead of Triton",
+    "launch of no program",
+    "Triton while checked, PyTorch once timed",
 )
-"""The issues' exploit families (14, then 23): every one has at least one kernel."""
+"""The issues' exploit families (14, then 23, then 25): every one has at least one kernel."""
 PWNED = Path("/tmp/pwned")
 
 

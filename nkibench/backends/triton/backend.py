@@ -5,7 +5,10 @@ Correctness runs wherever the backend runs: on the GPU, or under Triton's CPU in
 without one, as CI does. Timing needs the GPU: a latency here is always `measured`, never estimated.
 
 Every evaluation draws fresh seeds (unless the caller names them), so a kernel is never
-checked twice on the same inputs. A kernel more than `reverify_speedup` times faster than
+checked twice on the same inputs. Every checked run must have launched a Triton kernel
+(NoTritonLaunch): the kernel's child counts the launches (nkibench.backends.triton.launches)
+and reports them beside the run's other results; this side decides, the same way on a GPU and
+under the interpreter. A kernel more than `reverify_speedup` times faster than
 its task's baseline is re-verified before its result counts: timed again with fresh data
 written into the timed buffers before every run, and checked on fresh seeds in those same
 buffers.
@@ -37,9 +40,10 @@ from nkibench.policy.roofline import Peaks
 from nkibench.sandbox.folders import SessionFolders
 from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import Limits
+from nkibench.sandbox.results import autotuned_shape
 from nkibench.task.spec import TaskSpec
 
-__all__ = ["DeviceCeilings", "TritonBackend", "probe_host"]
+__all__ = ["DeviceCeilings", "NoTritonLaunch", "TritonBackend", "probe_host"]
 
 PASSED_VARIABLES = (
     "LD_LIBRARY_PATH",
@@ -54,6 +58,41 @@ PASSED_VARIABLES = (
 REVERIFY_SPEEDUP = 10.0
 CACHE_SLOWDOWN = 1.5
 """Fresh inputs may not be this much slower than rotated ones (plus a microsecond margin)."""
+
+
+class NoTritonLaunch(PhaseFailure):
+    """A checked run of a Triton task's run() that launched no Triton kernel: not correct,
+    whatever its outputs. `allow_torch_compute` lets torch compute beside Triton launches,
+    never instead of them."""
+
+    def __init__(self, where: str, *, interpreter: bool) -> None:
+        hint = (
+            " Under Triton's CPU interpreter the inputs are CPU tensors: a branch taken when "
+            '`x.is_cuda` is false (or `x.device.type != "cuda"`, or '
+            "`torch.cuda.is_available()` is false) runs here; launch the Triton kernel on any "
+            "device."
+            if interpreter
+            else ""
+        )
+        super().__init__(
+            "incorrect",
+            f"run() launched no Triton kernel ({where}): a Triton task's run() computes its "
+            "outputs in @triton.jit kernels on every call; this one returned without launching "
+            f"any (a PyTorch fallback, or a result kept from an earlier call).{hint}",
+        )
+
+
+def require_launches(
+    entries: dict[str, Any], seeds: list[int], where: str, *, interpreter: bool
+) -> None:
+    """Raise NoTritonLaunch unless each seed's run launched a Triton kernel (a missing or
+    malformed count is the child's malformed result)."""
+    for seed in seeds:
+        launches = entries[str(seed)]["launches"]
+        if not isinstance(launches, int) or isinstance(launches, bool) or launches < 0:
+            raise TypeError(f"seed {seed}: launches {launches!r}")
+        if launches == 0:
+            raise NoTritonLaunch(f"{where}seed {seed}", interpreter=interpreter)
 
 
 @dataclass(frozen=True)
@@ -267,7 +306,12 @@ class TritonBackend:
     def trusted_check(
         self, session: Session, kernel: dict[str, Any], profile: bool
     ) -> Check | None:
-        return None  # the kernel's child counted the poisoned elements on the device
+        # the kernel's child counted the poisoned elements on the device, and the launches
+        require_launches(
+            kernel["seeds"], list(session.seeds), "", interpreter=self.host.gpu is None
+        )
+        session.result.autotuned = dict(kernel.get("autotuned", {}))
+        return None
 
     def verify(self, session: Session, found: dict[str, Any] | None, profile: bool) -> None:
         return None
@@ -311,6 +355,10 @@ class TritonBackend:
         measured = self._time(session, fresh_seeds=None)
         stats = measured["latency"]
         result = session.result
+        launches = measured["launches"]
+        autotuned = measured.get("autotuned", {})
+        if autotuned_shape(autotuned) and autotuned:
+            result.autotuned = autotuned
         result.latency_ms = stats["p50"]
         result.latency_kind = "measured"
         if "eager" in measured:
@@ -323,6 +371,10 @@ class TritonBackend:
         baseline = self._baseline_ms(session)
         if baseline is not None and baseline / stats["p50"] > self.reverify_speedup:
             self._reverify(session, stats, baseline)
+        # after the re-verification, whose verdict on a result kept across calls is sharper
+        if not (isinstance(launches, list) and launches and all(launches)):
+            result.correct = False
+            raise NoTritonLaunch("in the runs that close the timing", interpreter=False)
 
     def _time(
         self,
@@ -403,6 +455,11 @@ class TritonBackend:
                     "repeated ones: results cached across calls"
                 ),
             )
+        try:  # after the verdicts, sharper on a result kept across calls
+            require_launches(fresh["seeds"], seeds, "re-verification, fresh ", interpreter=False)
+        except NoTritonLaunch:
+            session.result.correct = False
+            raise
         session.result.latency_stats |= {
             "reverified": 1.0,
             "fresh_p50": fresh_p50,

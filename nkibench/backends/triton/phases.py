@@ -6,7 +6,9 @@ triton_probe:     what this host has: the GPU and its fingerprint, or Triton's i
 triton_reference: get_inputs() under torch.manual_seed(seed), forward() on float32 copies of
                   low-precision inputs, on the GPU when there is one; saves both per seed
 triton_kernel:    run(*inputs) per seed with the guards on (nkibench.backends.triton.guards,
-                  and .torch_guard unless the task allows torch compute)
+                  and .torch_guard unless the task allows torch compute), its Triton launches
+                  counted (nkibench.backends.triton.launches: the parent refuses a run that
+                  launched none)
 triton_measure:   time run() (nkibench.backends.triton.timing), the torch-compute guard on in
                   the device-synchronised runs that close it; with `fresh`, time it again with
                   fresh data written into the timed buffers before every run, and run it on
@@ -41,6 +43,12 @@ from nkibench.backends.triton.guards import (
     snapshot,
 )
 from nkibench.backends.triton.interpreter import install_interpreter_fixes, interpreting
+from nkibench.backends.triton.launches import (
+    RunRecord,
+    autotuned,
+    counting,
+    install_launch_counting,
+)
 from nkibench.backends.triton.tensors import is_tensor, to_numpy, to_torch, upcast
 from nkibench.backends.triton.timing import Timer, TimingPlan
 from nkibench.backends.triton.torch_guard import guarded, warm_up
@@ -167,16 +175,28 @@ class Loaded:
         self.modules = modules
         self.guard_torch = not request.get("allow_torch_compute", False)
         """Whether run() may only allocate, view and query with torch (the torch guard)."""
+        self.records: list[RunRecord] = []
+        """What each guarded run that returned launched, in order."""
 
     def guarded(self, args: list[Any]) -> Any:
-        """run(*args) with the torch-compute guard on (unless the task allows torch)."""
-        with guarded(self.guard_torch):
-            return self.run(*args)
+        """run(*args) with the torch-compute guard on (unless the task allows torch), its
+        Triton launches counted."""
+        with guarded(self.guard_torch), counting() as record:
+            produced = self.run(*args)
+        self.records.append(record)
+        return produced
+
+
+def _synchronised_nothing(device: Any = None) -> None:
+    """torch.cuda.synchronize under the interpreter: a launch has finished when it returns
+    (and a CPU-only torch would raise)."""
 
 
 def _load(request: dict[str, Any]) -> tuple[Loaded | None, dict[str, Any] | None]:
     if interpreting():
         install_interpreter_fixes()
+        torch.cuda.synchronize = _synchronised_nothing  # before the module snapshot
+    install_launch_counting(interpreting=interpreting())
     # Triton's @jit reads the kernel's source file: give it the source being checked.
     source_file = Path.cwd() / "kernel.py"
     source_file.write_text(request["kernel_source"], encoding="utf-8")
@@ -191,10 +211,10 @@ def _load(request: dict[str, Any]) -> tuple[Loaded | None, dict[str, Any] | None
     return Loaded(kernel, request, modules), None
 
 
-def _checked_run(kernel: Loaded, args: list[Any], device: str) -> tuple[list[Any], list[int]]:
+def _checked_run(kernel: Loaded, args: list[Any], device: str) -> tuple[list[Any], list[int], int]:
     """One guarded run: poisoned allocations, torch only allocating and viewing, the stream
-    kept, plain tensors returned, inputs and modules unchanged. Returns the outputs and, per
-    output, the elements never written."""
+    kept, plain tensors returned, inputs and modules unchanged. Returns the outputs, per
+    output the elements never written, and the Triton launches it made."""
     copies = snapshot(args)
     stream = torch.cuda.current_stream() if device == "cuda" else None
     with poisoned_allocations():
@@ -209,7 +229,7 @@ def _checked_run(kernel: Loaded, args: list[Any], device: str) -> tuple[list[Any
     changed = inputs_changed(args, copies)
     if changed:
         raise Cheat(f"the kernel modified its input(s) {changed}: inputs must be left as given")
-    return outputs, [count_poison(o) for o in outputs]
+    return outputs, [count_poison(o) for o in outputs], kernel.records[-1].launches
 
 
 def _kind(error: BaseException) -> str:
@@ -237,7 +257,7 @@ def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
         args = home
         started = time.perf_counter()
         try:
-            outputs, never_written = _checked_run(kernel, args, device)
+            outputs, never_written, launches = _checked_run(kernel, args, device)
         except MemoryError:
             raise
         except Exception as e:
@@ -247,8 +267,15 @@ def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
             "outputs": len(outputs),
             "never_written": never_written,
             "kernel_s": time.perf_counter() - started,
+            "launches": launches,
         }
-    return {"ok": True, "seeds": seeds, "warnings": [], "capacity": {}}
+    return {
+        "ok": True,
+        "seeds": seeds,
+        "warnings": [],
+        "capacity": {},
+        "autotuned": autotuned(),
+    }
 
 
 def _into(home: list[Any] | None, values: list[Any]) -> list[Any]:
@@ -288,7 +315,9 @@ def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
         # the runs that close the timing are watched too: a kernel that computes with
         # PyTorch once it has passed its checks is caught here (the timed runs themselves
         # carry no guard, whose Python cost would count in small kernels' latency)
+        kernel.records.clear()
         synchronised = timer.synchronised_ms(lambda i: kernel.guarded(sets[i % len(sets)]))
+        launches = [record.launches for record in kernel.records]
         kernel.modules.verify()
     except MemoryError:
         raise
@@ -299,6 +328,7 @@ def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
         "latency": stats,
         "synchronised_ms": synchronised,
         "launch_overhead_ms": overhead,
+        "launches": launches,
     }
     hidden = synchronised - overhead - stats["p50"]
     if hidden > max(0.2, stats["p50"]):
@@ -326,6 +356,7 @@ def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
             raise
         except Exception as e:  # the torch guard's, or the kernel's own error on fresh data
             return run_error(e, request, request["fresh_seeds"][0], kind=_kind(e))
+    result["autotuned"] = autotuned()
     return result
 
 
@@ -358,9 +389,13 @@ def _reverify(
         for buffer, value in zip(buffers, values, strict=True):
             if is_tensor(buffer):
                 buffer.copy_(value)  # the timed buffers themselves: a cache keyed by address
-        outputs, never_written = _checked_run(kernel, buffers, "cuda")
+        outputs, never_written, launches = _checked_run(kernel, buffers, "cuda")
         _save(Path(request["fresh_out_dir"]) / f"seed_{seed}", outputs)
-        seeds[str(seed)] = {"outputs": len(outputs), "never_written": never_written}
+        seeds[str(seed)] = {
+            "outputs": len(outputs),
+            "never_written": never_written,
+            "launches": launches,
+        }
     return {"latency": fresh, "seeds": seeds, "rotated_p50": rotated["p50"]}
 
 

@@ -2,10 +2,11 @@
 # family: results cached across calls (by pointer)
 # task: gpu/silu
 # expect: incorrect
-# message: relative L2 error
+# message: run() launched no Triton kernel
 # gpu_expect: incorrect
-# gpu_message: relative L2 error
-# Every seed runs in the first seed's buffers: the second seed gets the first one's answer.
+# gpu_message: run() launched no Triton kernel
+# Every seed runs in the first seed's buffers: the second seed gets the first one's answer,
+# without a launch (which is what gives it away first; its values are wrong too).
 import torch
 import triton
 import triton.language as tl

@@ -1,8 +1,10 @@
 # dialect: triton
 # family: results cached across calls (by content, .item())
 # task: gpu/silu
-# expect: rejected
-# message: `.item` computes with PyTorch outside a @triton.jit kernel
+# expect: cheat
+# message: aten._local_scalar_dense
+# `.item()` passes the static check (real kernels read lengths with it, in branches that may
+# never run): reading tensor data on the host is refused where it runs, by the torch guard.
 import torch
 import triton
 import triton.language as tl

@@ -74,15 +74,56 @@ OPERATOR_SILU = (
 )
 
 
-def test_a_task_that_allows_torch_compute_accepts_a_torch_kernel(
+SILU_KERNEL = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def silu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + offs, (x / (1.0 + tl.exp(-x))).to(out_ptr.dtype.element_ty), mask=mask)
+"""
+BESIDE_TRITON = SILU_KERNEL + (
+    "\n\ndef run(x):\n"
+    "    out = torch.empty_like(x)\n"
+    "    n = x.numel()\n"
+    "    silu_kernel[(triton.cdiv(n, 1024),)](x.view(-1), out.view(-1), n, BLOCK=1024)\n"
+    "    return out * torch.ones_like(out)  # torch beside the launch\n"
+)
+FALLBACK = SILU_KERNEL + (
+    "\n\ndef run(x):\n"
+    "    if not x.is_cuda:  # a CPU fallback, as real kernels carry: taken here\n"
+    "        return x * torch.sigmoid(x)\n"
+    "    out = torch.empty_like(x)\n"
+    "    n = x.numel()\n"
+    "    silu_kernel[(triton.cdiv(n, 1024),)](x.view(-1), out.view(-1), n, BLOCK=1024)\n"
+    "    return out\n"
+)
+EMPTY_GRID = SILU_KERNEL + (
+    "\n\ndef run(x):\n"
+    "    out = torch.empty_like(x)\n"
+    "    silu_kernel[(0,)](x.view(-1), out.view(-1), 0, BLOCK=1024)  # no program\n"
+    "    return x * torch.sigmoid(x)\n"
+)
+
+
+def test_a_task_that_allows_torch_compute_accepts_torch_beside_triton_only(
     triton_backend: TritonBackend,
 ) -> None:
     """allow_torch_compute = true turns both halves of the torch check off: the static one
-    (torch.exp) and the run-time one (operators on tensors); other tasks refuse both."""
+    (torch.exp) and the run-time one (operators on tensors), beside Triton launches; a run()
+    that launches none is not correct. Other tasks refuse both."""
     allowing = load_task(DATA / "adversarial" / "tasks" / "silu_torch")
+    result = check_kernel(allowing, backend=triton_backend, kernel_source=BESIDE_TRITON)
+    assert result.correct, f"{result.error_kind}: {result.message}"
     for source in (TORCH_SILU, OPERATOR_SILU):
         result = check_kernel(allowing, backend=triton_backend, kernel_source=source)
-        assert result.correct, f"{result.error_kind}: {result.message}"
+        assert (result.error_kind, result.correct) == ("incorrect", False), result.message
+        assert "run() launched no Triton kernel" in result.message
     silu = load_task(SILU)
     refused = check_kernel(silu, backend=triton_backend, kernel_source=TORCH_SILU)
     assert (refused.error_kind, refused.correct) == ("rejected", False)
@@ -90,6 +131,98 @@ def test_a_task_that_allows_torch_compute_accepts_a_torch_kernel(
     caught = check_kernel(silu, backend=triton_backend, kernel_source=OPERATOR_SILU)
     assert (caught.error_kind, caught.correct) == ("cheat", False)
     assert "run() computed with PyTorch: aten.neg" in caught.message
+
+
+def test_a_run_that_takes_a_torch_fallback_launches_nothing_and_is_not_correct(
+    triton_backend: TritonBackend,
+) -> None:
+    """Under the interpreter the inputs are CPU tensors, so a `not x.is_cuda` fallback runs:
+    its outputs are right, and it launched no Triton kernel (nor does a grid of no program):
+    not correct, with the reason (NoTritonLaunch), on a GPU by the same code."""
+    allowing = load_task(DATA / "adversarial" / "tasks" / "silu_torch")
+    for source in (FALLBACK, EMPTY_GRID):
+        result = check_kernel(allowing, backend=triton_backend, kernel_source=source)
+        assert (result.error_kind, result.correct) == ("incorrect", False), result.message
+        assert "run() launched no Triton kernel (seed " in result.message
+        if triton_backend.host.gpu is None:
+            assert "Under Triton's CPU interpreter the inputs are CPU tensors" in result.message
+    # without allow_torch_compute the fallback's torch.sigmoid is refused before it runs
+    refused = check_kernel(load_task(SILU), backend=triton_backend, kernel_source=FALLBACK)
+    assert refused.error_kind == "rejected", refused.message
+
+
+AUTOTUNED = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK": 64, "SPLIT": 1}, num_warps=2),
+        triton.Config({"BLOCK": 128, "SPLIT": 1}, num_warps=4),
+        triton.Config({"BLOCK": 256, "SPLIT": LAST_SPLIT}, num_warps=4),
+    ],
+    key=["n"],
+)
+@triton.jit
+def silu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, SPLIT: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK // SPLIT)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + offs, (x / (1.0 + tl.exp(-x))).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)  # noqa: E731
+    silu_kernel[grid](x.view(-1), out.view(-1), n)
+    return out
+"""
+
+
+def test_an_autotuned_kernel_runs_each_config_in_turn_under_the_interpreter(
+    triton_backend: TritonBackend,
+) -> None:
+    """triton.autotune with three configs: on a GPU it times them and picks one; under the
+    interpreter the seeds' runs use them in turn (no timing), so each config the GPU could
+    pick is checked, and the result names them. A config that skips half of every block
+    (the third, which a first-config rule would never run) is caught."""
+    task = load_task(SILU)
+    if triton_backend.host.gpu is not None:
+        pytest.skip("under the interpreter only: on a GPU the autotuner times its configs")
+    result = check_kernel(
+        task, backend=triton_backend, kernel_source=AUTOTUNED.replace("LAST_SPLIT", "1")
+    )
+    assert result.correct, f"{result.error_kind}: {result.message}"
+    assert len(result.seeds) == 3
+    assert result.autotuned == {
+        "silu_kernel": [
+            "BLOCK=64, SPLIT=1, num_warps=2, num_ctas=1, num_stages=3",
+            "BLOCK=128, SPLIT=1, num_warps=4, num_ctas=1, num_stages=3",
+            "BLOCK=256, SPLIT=1, num_warps=4, num_ctas=1, num_stages=3",
+        ]
+    }
+    broken = check_kernel(
+        task, backend=triton_backend, kernel_source=AUTOTUNED.replace("LAST_SPLIT", "2")
+    )
+    assert (broken.error_kind, broken.correct) == ("incorrect", False), broken.message
+    assert f"seed {broken.seeds[2]}: output 0:" in broken.message
+    assert "never written" in broken.message
+
+
+IDIOMS = (DATA / "triton_kernels" / "idioms.py").read_text()
+
+
+def test_the_idioms_of_real_triton_kernels_run(triton_backend: TritonBackend) -> None:
+    """A kernel written as LLM agents write them: autotune and heuristics, an argument binder
+    built with inspect.signature, getattr on triton.language, a dataclass and an enum, host
+    queries and no-op moves, torch.cuda.synchronize() at the end, and a self-test under
+    `if __name__ == "__main__":` that imports what a kernel may not (never run)."""
+    result = check_kernel(load_task(SILU), backend=triton_backend, kernel_source=IDIOMS)
+    assert result.correct, f"{result.error_kind}: {result.message}"
+    assert set(result.autotuned) == {"silu_kernel"}
 
 
 def test_a_triton_task_needs_the_triton_backend(triton_backend: TritonBackend) -> None:

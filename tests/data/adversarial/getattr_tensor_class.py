@@ -1,0 +1,24 @@
+# dialect: triton
+# family: attributes read by name: getattr on a tensor (its class, its subclasses)
+# task: gpu/silu
+# expect: rejected
+# message: `getattr` is allowed only on a module of Triton
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def silu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offs, (x / (1.0 + tl.exp(-x))).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(x):
+    base = getattr(getattr(x, "__class__"), "__base__")
+    out = torch.empty_like(x)
+    n = x.numel()
+    silu_kernel[(triton.cdiv(n, 1024),)](x.view(-1), out.view(-1), n, BLOCK=1024)
+    return out

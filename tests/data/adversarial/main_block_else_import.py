@@ -1,0 +1,32 @@
+# dialect: triton
+# family: running the unchecked main block (its else: branch)
+# task: gpu/silu
+# expect: rejected
+# message: import of 'os' is not allowed
+# Only the body of the main guard is skipped: an else: runs on import, and is checked.
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def silu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offs, (x / (1.0 + tl.exp(-x))).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    silu_kernel[(triton.cdiv(n, 1024),)](x.view(-1), out.view(-1), n, BLOCK=1024)
+    return out
+
+
+if __name__ == "__main__":
+    pass
+else:
+    import os
+
+    os.system("touch /tmp/pwned")

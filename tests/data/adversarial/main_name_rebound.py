@@ -1,0 +1,34 @@
+# dialect: triton
+# family: running the unchecked main block (rebinding __name__)
+# task: gpu/silu
+# expect: rejected
+# message: binding `__name__` is not allowed
+# The body of `if __name__ == "__main__":` is not checked (it never runs): with
+# __name__ rebound first it would run, so no kernel binds __name__ (and the loader empties
+# the body besides).
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def silu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offs, (x / (1.0 + tl.exp(-x))).to(out_ptr.dtype.element_ty), mask=mask)
+
+__name__ = "__main__"
+
+
+def run(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    silu_kernel[(triton.cdiv(n, 1024),)](x.view(-1), out.view(-1), n, BLOCK=1024)
+    return out
+
+
+if __name__ == "__main__":
+    import os
+
+    os.system("touch /tmp/pwned")
