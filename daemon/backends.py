@@ -57,14 +57,12 @@ class DeviceListError(ValueError):
 
 def parse_devices(text: str | None, backend: str) -> list[str]:
     """The devices a `--devices` value names: a list ("0,1"), ranges ("0-3"), or for nkisim,
-    whose devices are interchangeable CPU workers, also a count ("2"). None: device 0."""
+    whose devices are interchangeable CPU workers, also a count ("2"). None: device 0. A bare
+    "0" is device 0 on every backend (the documented default), never a count of none."""
     if text is None:
         return ["0"]
-    if backend == "nkisim" and text.isdigit():
-        count = int(text)
-        if count < 1:
-            raise DeviceListError("at least one device")
-        return [str(i) for i in range(count)]
+    if backend == "nkisim" and text.isdigit() and int(text) > 0:
+        return [str(i) for i in range(int(text))]
     devices: list[str] = []
     for part in text.split(","):
         if "-" in part:
@@ -73,7 +71,7 @@ def parse_devices(text: str | None, backend: str) -> list[str]:
                 raise DeviceListError(f"{part!r} is not a range like 0-3")
             devices += [str(i) for i in range(int(low), int(high) + 1)]
         elif part.isdigit():
-            devices.append(part)
+            devices.append(str(int(part)))
         else:
             raise DeviceListError(f"{part!r} is not a device number")
     if len(set(devices)) != len(devices):

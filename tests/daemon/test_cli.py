@@ -316,8 +316,18 @@ SUITE = NKI_LEGACY_SUITE  # the shipped NKI suite
 def test_check_reports_one_json_object_and_its_exit_status(
     tmp_path: Path, accelopt: Callable[..., Run]
 ) -> None:
-    good = accelopt("check", str(SUITE / "silu"), "--shapes", "small", "--seeds", "0", "--json")
-    assert good.code == 0
+    good = accelopt(
+        "check",
+        str(SUITE / "silu"),
+        "--shapes",
+        "small",
+        "--seeds",
+        "0",
+        "--devices",
+        "0",
+        "--json",
+    )  # `--devices 0`, the documented default: device 0, not a count of none
+    assert good.code == 0, good.err
     verdict = good.json()
     assert isinstance(verdict, dict)
     assert {"task", "backend", "compiled", "correct", "error_kind", "message", "max_rel_l2"} <= set(

@@ -126,10 +126,12 @@ def test_parse_devices() -> None:
     assert parse_devices("0,2", "nkisim") == ["0", "2"]
     assert parse_devices("4-6,9", "neuron") == ["4", "5", "6", "9"]
     assert parse_devices("3", "neuron") == ["3"]  # a NeuronCore, not a count
-    for bad in ("a", "3-1", "0", "1,1"):
-        backend = "nkisim" if bad == "0" else "neuron"
+    for backend in ("nkisim", "neuron", "triton"):  # the documented default, on every backend
+        assert parse_devices("0", backend) == ["0"]
+    assert parse_devices("00,1", "triton") == ["0", "1"]
+    for bad in ("a", "3-1", "1,1", "0,00", ""):
         with pytest.raises(DeviceListError):
-            parse_devices(bad, backend)
+            parse_devices(bad, "neuron")
 
 
 @pytest.fixture
