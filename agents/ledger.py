@@ -33,10 +33,12 @@ class Spend:
         return self.prompt_tokens + self.completion_tokens
 
     def add(self, call: LLMCallCompleted) -> None:
+        """Never less than before: a count below zero in a log written before the client
+        estimated such counts adds nothing."""
         self.calls += 1
-        self.prompt_tokens += call.prompt_tokens
-        self.completion_tokens += call.completion_tokens
-        self.cost_usd += call.cost_usd
+        self.prompt_tokens += max(0, call.prompt_tokens)
+        self.completion_tokens += max(0, call.completion_tokens)
+        self.cost_usd += max(0.0, call.cost_usd)
         if call.parameters.get("priced") is False:
             self.unpriced_models.add(call.model)
 

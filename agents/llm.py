@@ -57,6 +57,11 @@ for the envelope and a reasoning model's `reasoning_content`. Reading stops past
 that large holds no answer a role reads, and read whole it would all be held in memory."""
 TOKENS_LIMIT = 2**53
 """A token count past it is not a count: JSON numbers hold integers exactly up to 2**53."""
+CHARS_PER_TOKEN = 3
+"""For a count the endpoint did not report, or reported below zero: the tokens are estimated as
+the characters sent (or received) over this, rounded up. Tokenizers of current models average
+3.5 to 4 characters a token on English and code, so 3 over-counts: a budget spent on estimates
+runs out early, never late."""
 
 
 class LLMError(Exception):
@@ -118,8 +123,12 @@ class _Choice(BaseModel):
 
 
 class _Usage(BaseModel):
-    prompt_tokens: int = Field(default=0, ge=0, lt=TOKENS_LIMIT)
-    completion_tokens: int = Field(default=0, ge=0, lt=TOKENS_LIMIT)
+    """What the endpoint says it billed. None (absent) or a negative count is not believed:
+    the client estimates it instead (CHARS_PER_TOKEN), so a budget holds against an endpoint
+    that omits usage or reports less than nothing."""
+
+    prompt_tokens: int | None = Field(default=None, gt=-TOKENS_LIMIT, lt=TOKENS_LIMIT)
+    completion_tokens: int | None = Field(default=None, gt=-TOKENS_LIMIT, lt=TOKENS_LIMIT)
 
 
 class _ChatCompletion(BaseModel):
@@ -297,20 +306,41 @@ class LLMClient:
         text = (choice.message.content or "") if choice else ""
         finish = str(choice.finish_reason) if choice else "no_choice"
         usage = completion.usage or _Usage()
-        prompt_tokens, completion_tokens = usage.prompt_tokens, usage.completion_tokens
+        sent = sum(len(m.get("content", "")) for m in request.messages)
+        prompt_tokens = _believed(usage.prompt_tokens, sent)
+        completion_tokens = _believed(usage.completion_tokens, len(text))
+        estimated = [
+            name
+            for name, reported in (
+                ("prompt_tokens", usage.prompt_tokens),
+                ("completion_tokens", usage.completion_tokens),
+            )
+            if reported is None or reported < 0
+        ]
         cost = self.config.cost(settings.model, prompt_tokens, completion_tokens)
+        extra: dict[str, Any] = {"finish_reason": finish, "priced": cost is not None}
+        if estimated:
+            extra["usage_estimated"] = ",".join(estimated)
         event = record(
             response_blob=self.recorder.put(text),
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost_usd=cost or 0.0,
             error=None,
-            extra={"finish_reason": finish, "priced": cost is not None},
+            extra=extra,
         )
         self.ledger.record(event)
         return Completion(
             call_id, role, settings.model, text, finish, prompt_tokens, completion_tokens, False
         )
+
+
+def _believed(reported: int | None, chars: int) -> int:
+    """A reported token count, or the estimate from the characters where it is missing or
+    below zero."""
+    if reported is not None and reported >= 0:
+        return reported
+    return -(-chars // CHARS_PER_TOKEN)
 
 
 def _body(chunks: Iterable[bytes]) -> bytes:

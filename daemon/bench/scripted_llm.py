@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ["Reply", "Request", "ScriptedLLM", "running_llm", "usage"]
 
@@ -45,6 +45,9 @@ class Reply:
     finish_reason: str = "stop"
     raw: bytes | None = None
     """Sent as the body instead of a Chat Completion (a broken gateway's HTML page, say)."""
+    usage: Literal["reported", "missing", "negative"] = "reported"
+    """What the answer says it billed: the counts of `usage()`, no `usage` object at all, or
+    -1,000,000 for each count (an endpoint a budget must not believe)."""
 
 
 def usage(request: Request, reply: Reply) -> tuple[int, int]:
@@ -125,14 +128,24 @@ class ScriptedLLM:
                         "finish_reason": reply.finish_reason,
                     }
                 ],
-                "usage": {
-                    "prompt_tokens": prompt,
-                    "completion_tokens": completion,
-                    "total_tokens": prompt + completion,
-                },
+                **_usage_field(reply.usage, prompt, completion),
             },
             reply.delay_s,
         )
+
+
+def _usage_field(kind: str, prompt: int, completion: int) -> dict[str, Any]:
+    if kind == "missing":
+        return {}
+    if kind == "negative":
+        prompt = completion = -1_000_000
+    return {
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+    }
 
 
 def _handler(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:

@@ -6,13 +6,14 @@ passes the store's scrubber."""
 from __future__ import annotations
 
 import json
+from typing import Literal
 
 import pytest
 
 from agents import llm as llm_module
 from agents.config import Budget, LLMConfig, RoleConfig
 from agents.ledger import Ledger
-from agents.llm import MAX_ANSWER_CHARS, AnswerTooLong, LLMClient, LLMError
+from agents.llm import MAX_ANSWER_CHARS, AnswerTooLong, BudgetExhausted, LLMClient, LLMError
 from events.catalog import LLMCallCompleted
 from store.memory import MemoryEventStore
 from store.recorder import Recorder
@@ -22,7 +23,9 @@ from tests.support.llm_server import Reply, Request, running_llm
 SECRET = "sk-live-" + "0123456789abcdef"
 
 
-def client(url: str, store: MemoryEventStore, attempts: int = 3) -> LLMClient:
+def client(
+    url: str, store: MemoryEventStore, attempts: int = 3, budget: Budget | None = None
+) -> LLMClient:
     role = RoleConfig(model="m", base_url=url, api_key=SECRET)
     config = LLMConfig(
         roles={r: role for r in ("planner", "executor", "summarizer", "fixer")},
@@ -30,7 +33,7 @@ def client(url: str, store: MemoryEventStore, attempts: int = 3) -> LLMClient:
         retry_base_s=0.01,
         timeout_s=5,
     )
-    return LLMClient(config, Recorder(store), Ledger.from_store(store), Budget())
+    return LLMClient(config, Recorder(store), Ledger.from_store(store), budget or Budget())
 
 
 def test_an_http_200_that_is_not_a_chat_completion_is_a_recorded_failed_attempt() -> None:
@@ -165,10 +168,6 @@ def test_a_body_past_the_byte_cap_is_a_failed_attempt_and_not_asked_again(
         (b'{"choices": [{"message": null}]}', "choices.0.message: Input should be an object"),
         (b'{"choices": [{"message": {"content": 5}}]}', "content: Input should be a valid str"),
         (
-            b'{"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens": -1}}',
-            "usage.prompt_tokens: Input should be greater than or equal to 0",
-        ),
-        (
             b'{"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens": 1e300}}',
             "usage.prompt_tokens",
         ),
@@ -192,3 +191,65 @@ def test_a_malformed_chat_completion_is_a_recorded_failed_attempt(
     assert problem in caught.value.message
     (call,) = Recorder(store).of_type("llm:c", LLMCallCompleted)
     assert call.error == caught.value.message
+
+
+@pytest.mark.parametrize("kind", ["missing", "negative"])
+def test_usage_an_endpoint_omits_or_reports_below_zero_is_estimated_and_the_budget_holds(
+    kind: Literal["missing", "negative"],
+) -> None:
+    """(Against a 4,000-token budget, an endpoint that omitted usage got 18 calls, about 29,000
+    tokens, recorded as 0; one that reported -1,000,000 a count voided the budget for good.)"""
+    store = MemoryEventStore()
+    prompt = [{"role": "user", "content": "p" * 3000}]  # 1,000 tokens at 3 characters a token
+    with running_llm(lambda _r: Reply("a" * 1500, usage=kind)) as llm:  # and 500 back
+        llm_client = client(llm.url, store, budget=Budget(total_tokens=4000))
+        answered = 0
+        for n in range(10):
+            try:
+                llm_client.complete(call_id=f"c{n}", role="planner", messages=prompt, task="t")
+            except BudgetExhausted:
+                break
+            answered += 1
+    assert answered == 3  # 1,500 tokens a call: the fourth would start past 4,000
+    (call,) = Recorder(store).of_type("llm:c0", LLMCallCompleted)
+    assert (call.prompt_tokens, call.completion_tokens) == (1000, 500)
+    assert call.parameters["usage_estimated"] == "prompt_tokens,completion_tokens"
+    assert Ledger.from_store(store).spend().tokens == 4500
+
+
+def test_a_reported_usage_is_believed_and_not_marked_estimated() -> None:
+    store = MemoryEventStore()
+    prompt = [{"role": "user", "content": "p" * 3000}]
+    with running_llm(lambda _r: Reply("a" * 1500)) as llm:
+        client(llm.url, store).complete(call_id="c", role="planner", messages=prompt, task="t")
+    (call,) = Recorder(store).of_type("llm:c", LLMCallCompleted)
+    assert (call.prompt_tokens, call.completion_tokens) == (751, 376)  # the server's 4 a token
+    assert "usage_estimated" not in call.parameters
+
+
+def test_a_count_below_zero_in_an_older_log_never_lowers_the_ledger() -> None:
+    store = MemoryEventStore()
+    recorder = Recorder(store)
+    for n, tokens in enumerate((900, -1_000_000, 100)):
+        recorder.record(
+            f"llm:c{n}",
+            LLMCallCompleted(
+                call_id=f"c{n}",
+                role="planner",
+                model="m",
+                base_url="http://x",
+                parameters={},
+                prompt_blob="0" * 64,
+                response_blob="0" * 64,
+                prompt_tokens=tokens,
+                completion_tokens=tokens,
+                cost_usd=tokens / 1e6,
+                latency_s=0.1,
+                task="t",
+                error=None,
+            ),
+            key=f"c{n}",
+        )
+    spend = Ledger.from_store(store).spend()
+    assert (spend.calls, spend.tokens) == (3, 2000)
+    assert spend.cost_usd == pytest.approx(0.001)
