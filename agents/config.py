@@ -45,6 +45,9 @@ class LLMConfig(_Frozen):
     """Tries per call when the endpoint answers 429/5xx or times out."""
     retry_base_s: float = Field(default=1.0, ge=0)
     """Backoff before the n-th retry: retry_base_s * 2**(n-1)."""
+    retry_after_max_s: float = Field(default=120.0, ge=0)
+    """The longest wait an endpoint's `Retry-After` (or `retry-after-ms`) is granted; a retry
+    waits for the longer of it and the backoff."""
     max_concurrency: int = Field(default=8, ge=1)
 
     def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:

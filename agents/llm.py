@@ -14,11 +14,13 @@ is recorded and billed but handed to no role (`AnswerTooLong`).
 
 from __future__ import annotations
 
+import email.utils
 import json
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import openai
@@ -142,11 +144,32 @@ class _ChatCompletion(BaseModel):
 
 
 class _Attempt(Exception):
-    """One failed attempt; `retry` says whether another may succeed."""
+    """One failed attempt; `retry` says whether another may succeed, `wait_s` how long the
+    endpoint asked to be left alone first (Retry-After), if it did."""
 
-    def __init__(self, message: str, *, retry: bool) -> None:
+    def __init__(self, message: str, *, retry: bool, wait_s: float | None = None) -> None:
         super().__init__(message)
-        self.message, self.retry = message, retry
+        self.message, self.retry, self.wait_s = message, retry, wait_s
+
+
+def retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """The seconds an answer's `retry-after-ms` or `Retry-After` (seconds, or an HTTP date)
+    asks for; None where it names none or names something else."""
+    try:
+        milliseconds = headers.get("retry-after-ms")
+        if milliseconds is not None:
+            return max(0.0, float(milliseconds) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        if value.strip().isdigit():
+            return float(value)
+        when = email.utils.parsedate_to_datetime(value)
+    except (ValueError, TypeError, OverflowError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 class LLMClient:
@@ -215,10 +238,18 @@ class LLMClient:
             except _Attempt as failed:
                 if not failed.retry or tries + 1 == self.config.max_attempts:
                     raise LLMError(call_id, failed.message) from None
-                time.sleep(self.config.retry_base_s * 2**tries)
+                time.sleep(self._backoff(tries, failed.wait_s))
             else:
                 return _readable(answer)
         raise AssertionError("unreachable")
+
+    def _backoff(self, tries: int, asked_s: float | None) -> float:
+        """Seconds before the next attempt: the backoff, or what the endpoint asked for if
+        longer, up to retry_after_max_s."""
+        backoff: float = self.config.retry_base_s * 2.0**tries
+        if asked_s is None:
+            return backoff
+        return max(backoff, min(asked_s, self.config.retry_after_max_s))
 
     def _replayed(self, call: LLMCallCompleted) -> Completion:
         assert call.response_blob is not None
@@ -280,6 +311,7 @@ class LLMClient:
             failed: _Attempt | None = _Attempt(
                 f"HTTP {e.status_code}: {_short(e.message)}",
                 retry=e.status_code in RETRYABLE_STATUS,
+                wait_s=retry_after(e.response.headers),
             )
         except (openai.APITimeoutError, openai.APIConnectionError) as e:
             failed = _Attempt(f"{type(e).__name__}: {_short(str(e))}", retry=True)

@@ -85,6 +85,7 @@ class LLMSettings(BaseSettings):
     llm_timeout_s: float = Field(default=600.0, gt=0)
     llm_max_attempts: int = Field(default=4, ge=1)
     llm_retry_base_s: float = Field(default=1.0, ge=0)
+    llm_retry_after_max_s: float = Field(default=120.0, ge=0)
     llm_max_concurrency: int = Field(default=8, ge=1)
 
     # --- budgets (None: no limit)
@@ -161,6 +162,7 @@ class LLMSettings(BaseSettings):
             timeout_s=self.llm_timeout_s,
             max_attempts=self.llm_max_attempts,
             retry_base_s=self.llm_retry_base_s,
+            retry_after_max_s=self.llm_retry_after_max_s,
             max_concurrency=self.llm_max_concurrency,
         )
 

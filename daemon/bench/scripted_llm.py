@@ -45,6 +45,8 @@ class Reply:
     finish_reason: str = "stop"
     raw: bytes | None = None
     """Sent as the body instead of a Chat Completion (a broken gateway's HTML page, say)."""
+    headers: tuple[tuple[str, str], ...] = ()
+    """Extra response headers (`Retry-After` on a 429, say)."""
     usage: Literal["reported", "missing", "negative"] = "reported"
     """What the answer says it billed: the counts of `usage()`, no `usage` object at all, or
     -1,000,000 for each count (an endpoint a budget must not believe)."""
@@ -88,9 +90,8 @@ class ScriptedLLM:
             counts = [usage(r, reply) for r, reply in self.served]
         return len(counts), sum(c[0] for c in counts), sum(c[1] for c in counts)
 
-    def handle(
-        self, body: dict[str, Any], call_id: str
-    ) -> tuple[int, dict[str, Any] | bytes, float]:
+    def handle(self, body: dict[str, Any], call_id: str) -> tuple[Reply, dict[str, Any] | bytes]:
+        """The scripted reply to a request, and the body to send with its status."""
         request = Request(
             model=body["model"],
             messages=body["messages"],
@@ -105,17 +106,17 @@ class ScriptedLLM:
                 self.requests.append(request)
         reply = self.script(request)
         if reply.raw is not None:
-            return reply.status, reply.raw, reply.delay_s
+            return reply, reply.raw
         if reply.status != 200:
             error = {"error": {"message": f"scripted fault {reply.status}", "type": "server"}}
-            return reply.status, error, reply.delay_s
+            return reply, error
         prompt, completion = usage(request, reply)
         with self.lock:
             self.answered += 1
             if self.keep:
                 self.served.append((request, reply))
         return (
-            200,
+            reply,
             {
                 "id": f"chatcmpl-{number}",
                 "object": "chat.completion",
@@ -130,7 +131,6 @@ class ScriptedLLM:
                 ],
                 **_usage_field(reply.usage, prompt, completion),
             },
-            reply.delay_s,
         )
 
 
@@ -156,7 +156,8 @@ def _handler(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
                 return
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length))
-            status, payload, delay = llm.handle(body, self.headers.get("X-Accelopt-Call", ""))
+            reply, payload = llm.handle(body, self.headers.get("X-Accelopt-Call", ""))
+            status, delay = reply.status, reply.delay_s
             if delay:
                 time.sleep(delay)
             data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
@@ -164,6 +165,8 @@ def _handler(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in reply.headers:
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):

@@ -6,6 +6,7 @@ passes the store's scrubber."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Literal
 
 import pytest
@@ -13,7 +14,14 @@ import pytest
 from agents import llm as llm_module
 from agents.config import Budget, LLMConfig, RoleConfig
 from agents.ledger import Ledger
-from agents.llm import MAX_ANSWER_CHARS, AnswerTooLong, BudgetExhausted, LLMClient, LLMError
+from agents.llm import (
+    MAX_ANSWER_CHARS,
+    AnswerTooLong,
+    BudgetExhausted,
+    LLMClient,
+    LLMError,
+    retry_after,
+)
 from events.catalog import LLMCallCompleted
 from store.memory import MemoryEventStore
 from store.recorder import Recorder
@@ -253,3 +261,43 @@ def test_a_count_below_zero_in_an_older_log_never_lowers_the_ledger() -> None:
     spend = Ledger.from_store(store).spend()
     assert (spend.calls, spend.tokens) == (3, 2000)
     assert spend.cost_usd == pytest.approx(0.001)
+
+
+def test_a_retry_waits_as_long_as_the_endpoints_retry_after_asks_up_to_a_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """(`Retry-After: 30` was ignored: the retries came at 1, 2 and 4 s.)"""
+    slept: list[float] = []
+    backoff = LLMClient._backoff
+
+    def waited(self: LLMClient, tries: int, asked_s: float | None) -> float:
+        slept.append(backoff(self, tries, asked_s))
+        return 0.0  # the wait itself is time.sleep's
+
+    monkeypatch.setattr(LLMClient, "_backoff", waited)
+    asked = iter(["30", "3600", None])
+
+    def script(_request: Request) -> Reply:
+        after = next(asked)
+        if after is None:
+            return Reply("ok")
+        return Reply(status=429, headers=(("Retry-After", after),))
+
+    store = MemoryEventStore()
+    with running_llm(script) as llm:
+        answer = client(llm.url, store, attempts=3).complete(
+            call_id="c", role="planner", messages=[], task="t"
+        )
+    assert answer.text == "ok"
+    assert slept == [30.0, 120.0]  # the second asks for an hour: held to retry_after_max_s
+
+
+def test_retry_after_is_read_in_seconds_milliseconds_or_an_http_date() -> None:
+    now = datetime(2026, 11, 27, 12, 0, 0, tzinfo=UTC)
+    assert retry_after({"retry-after": "7"}) == 7.0
+    assert retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
+    assert retry_after({"retry-after": "Fri, 27 Nov 2026 12:00:20 GMT"}, now) == 20.0
+    assert retry_after({"retry-after": "Fri, 27 Nov 2026 11:00:00 GMT"}, now) == 0.0  # past
+    for junk in ("soon", "-5", "1e999", ""):
+        assert retry_after({"retry-after": junk}) is None
+    assert retry_after({}) is None
