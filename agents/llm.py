@@ -305,7 +305,7 @@ class LLMClient:
                 extra_headers={CALL_HEADER: call_id},
                 **parameters,
             ) as response:
-                body = _body(response.iter_bytes())
+                body = _body(response.iter_bytes(), started + self.config.timeout_s)
             completion = _ChatCompletion.model_validate_json(body)
         except openai.APIStatusError as e:
             failed: _Attempt | None = _Attempt(
@@ -375,12 +375,21 @@ def _believed(reported: int | None, chars: int) -> int:
     return -(-chars // CHARS_PER_TOKEN)
 
 
-def _body(chunks: Iterable[bytes]) -> bytes:
-    """The response's body, read up to MAX_RESPONSE_BYTES (an _Attempt past it)."""
+def _body(chunks: Iterable[bytes], deadline: float) -> bytes:
+    """The response's body, read up to MAX_RESPONSE_BYTES and until `deadline` (monotonic
+    seconds), an _Attempt past either. The transport bounds each read (timeout_s); the deadline
+    bounds the call, which a body sent a byte at a time would otherwise stretch without end:
+    a call ends within timeout_s plus the longest pause between two chunks."""
     read: list[bytes] = []
     size = 0
     try:
         for chunk in chunks:
+            if time.monotonic() > deadline:
+                raise _Attempt(
+                    "the answer did not arrive whole within the call's time limit "
+                    f"({size + len(chunk)} bytes so far)",
+                    retry=True,
+                )
             size += len(chunk)
             if size > MAX_RESPONSE_BYTES:
                 raise _Attempt(

@@ -45,6 +45,8 @@ class Reply:
     finish_reason: str = "stop"
     raw: bytes | None = None
     """Sent as the body instead of a Chat Completion (a broken gateway's HTML page, say)."""
+    trickle_s: float = 0.0
+    """Seconds between bytes of the body: sent one at a time (a slowloris endpoint)."""
     headers: tuple[tuple[str, str], ...] = ()
     """Extra response headers (`Retry-After` on a 429, say)."""
     usage: Literal["reported", "missing", "negative"] = "reported"
@@ -168,7 +170,13 @@ def _handler(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
                 for name, value in reply.headers:
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(data)
+                if reply.trickle_s:
+                    for byte in data:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(reply.trickle_s)
+                else:
+                    self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (its timeout) or was killed
 

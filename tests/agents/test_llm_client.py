@@ -6,6 +6,7 @@ passes the store's scrubber."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -32,14 +33,18 @@ SECRET = "sk-live-" + "0123456789abcdef"
 
 
 def client(
-    url: str, store: MemoryEventStore, attempts: int = 3, budget: Budget | None = None
+    url: str,
+    store: MemoryEventStore,
+    attempts: int = 3,
+    budget: Budget | None = None,
+    timeout_s: float = 5,
 ) -> LLMClient:
     role = RoleConfig(model="m", base_url=url, api_key=SECRET)
     config = LLMConfig(
         roles={r: role for r in ("planner", "executor", "summarizer", "fixer")},
         max_attempts=attempts,
         retry_base_s=0.01,
-        timeout_s=5,
+        timeout_s=timeout_s,
     )
     return LLMClient(config, Recorder(store), Ledger.from_store(store), budget or Budget())
 
@@ -301,3 +306,20 @@ def test_retry_after_is_read_in_seconds_milliseconds_or_an_http_date() -> None:
     for junk in ("soon", "-5", "1e999", ""):
         assert retry_after({"retry-after": junk}) is None
     assert retry_after({}) is None
+
+
+def test_an_answer_sent_a_byte_at_a_time_ends_at_the_calls_time_limit() -> None:
+    """(Against a server sending a byte every 2 s, a client with a 5 s timeout had not returned
+    after 60 s: the transport bounds each read, not the call.)"""
+    store = MemoryEventStore()
+    with running_llm(lambda _r: Reply("x" * 400, trickle_s=0.05)) as llm:  # about 25 s whole
+        started = time.monotonic()
+        with pytest.raises(LLMError, match="did not arrive whole within"):
+            client(llm.url, store, attempts=1, timeout_s=1.0).complete(
+                call_id="c", role="planner", messages=[], task="t"
+            )
+        took = time.monotonic() - started
+    assert took < 10  # the limit plus one pause between bytes, far short of the whole body
+    (call,) = Recorder(store).of_type("llm:c", LLMCallCompleted)
+    assert call.error is not None
+    assert "did not arrive whole" in call.error
