@@ -3,5 +3,6 @@
 from agents.search.loop import IDLE, Interrupted, Search
 from agents.search.outcome import SearchOutcome
 from agents.search.profiling import Profiler
+from agents.search.steps import LLMUnavailable
 
-__all__ = ["IDLE", "Interrupted", "Profiler", "Search", "SearchOutcome"]
+__all__ = ["IDLE", "Interrupted", "LLMUnavailable", "Profiler", "Search", "SearchOutcome"]

@@ -129,6 +129,13 @@ class Context:
         return self.llm
 
 
+class LLMUnavailable(Exception):
+    """Every planner call of an iteration failed for good (after its retries): the endpoint is
+    down, rate-limited or refusing. That is no verdict on the kernel, so the search is not
+    finished ("plateau" would rest the task for hours): it stops unfinished, and its next run
+    resumes at the same iteration."""
+
+
 STOP_POLL_S = 0.5
 """How often a search waiting on its LLM calls looks whether it should stop."""
 
@@ -257,6 +264,12 @@ def plans(ctx: Context, iteration: int, beam: list[Kernel]) -> list[PlanProposed
             ctx,
             [partial(_plan, ctx, iteration, parent, n, experiences) for parent, n, _ in missing],
         )
+        failed = [a for a in answers if isinstance(a, LLMError)]
+        if len(failed) == len(wanted):  # every plan of the iteration was asked for, and lost
+            raise LLMUnavailable(
+                f"{ctx.task.name}: iteration {iteration}: all {len(failed)} planner calls "
+                f"failed; the last: {failed[-1].message}"
+            )
         for (parent, n, pid), answer in zip(missing, answers, strict=True):
             if isinstance(answer, Exception):
                 ctx.say(f"{ctx.task.name}: planner call failed: {answer}")

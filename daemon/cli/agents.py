@@ -12,7 +12,7 @@ from rich.table import Table
 from agents.ledger import Ledger
 from agents.llm import LLMClient
 from agents.memory import MemoryProjection
-from agents.search import Search
+from agents.search import LLMUnavailable, Search
 from daemon.backends import open_for_command
 from daemon.cli.context import app_context, open_migrated_store
 from daemon.cli.options import (
@@ -55,7 +55,8 @@ def optimize_command(
 ) -> None:
     """Run the AccelOpt loop on one task in the foreground; a killed run resumes where it
     stopped when started again. Exit 0 when the search ran, 1 when the task's own kernel
-    fails, 2 for a bad task or settings."""
+    fails, 2 for a bad task or settings, 3 when the LLM endpoint failed every planner call of
+    an iteration (the search is left unfinished: run the command again to resume it)."""
     app = app_context(ctx)
     settings = app.settings
     llm_config = settings.llm_config()  # settings errors before anything is recorded
@@ -74,14 +75,18 @@ def optimize_command(
     llm = LLMClient(llm_config, recorder, Ledger.from_store(store), settings.budget())
     profiler = LocalProfiler(opened.devices[0][1], name, target=opened.target, shapes=shapes)
     say = (lambda message: click.echo(message, err=True)) if not as_json else None
-    outcome = Search(
-        task=task,
-        recorder=recorder,
-        llm=llm,
-        profiler=profiler,
-        config=search_config(search),
-        log=say,
-    ).run()
+    try:
+        outcome = Search(
+            task=task,
+            recorder=recorder,
+            llm=llm,
+            profiler=profiler,
+            config=search_config(search),
+            log=say,
+        ).run()
+    except LLMUnavailable as e:
+        click.echo(f"{e}; the search is unfinished: run the command again to resume it", err=True)
+        ctx.exit(3)
     if as_json:
         emit_json(outcome.to_json())
     else:

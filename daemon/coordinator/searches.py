@@ -25,7 +25,7 @@ import structlog
 
 from agents.llm import LLMClient
 from agents.port import Porter
-from agents.search import Interrupted, Search
+from agents.search import Interrupted, LLMUnavailable, Search
 from daemon.coordinator.health import StoreHealth
 from daemon.coordinator.options import DaemonOptions
 from daemon.coordinator.portfolio import PortfolioView, choose
@@ -215,6 +215,14 @@ class SearchLauncher:
                 )
             except Interrupted as e:
                 log.info("search stopped", detail=str(e))
+            except LLMUnavailable as e:  # the endpoint's failure, not the search's: no traceback
+                with self._lock:
+                    self._failures[revision.task] = time.monotonic()
+                log.warning(
+                    "the LLM endpoint failed; the search resumes later",
+                    detail=str(e),
+                    in_s=self.options.cooldown_s,
+                )
             except Exception as e:
                 with self._lock:
                     self._failures[revision.task] = time.monotonic()

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import daemon.coordinator.searches as searches_module
-from agents.search import Interrupted
+from agents.search import Interrupted, LLMUnavailable
 from daemon.coordinator.health import StoreHealth
 from daemon.coordinator.options import DaemonOptions
 from daemon.coordinator.portfolio import PortfolioView, TaskView
@@ -230,6 +230,22 @@ def test_a_stopped_search_is_no_failure(
     launcher.running["a"].thread.join(WAIT_S)
     assert launcher.failures() == {}
     assert not launchers.health.failing
+
+
+def test_an_llm_outage_cools_the_task_down_without_blaming_the_database(
+    launchers: Launchers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def outage(*_args: Any) -> Any:
+        raise LLMUnavailable("a: iteration 1: all 4 planner calls failed; the last: HTTP 429")
+
+    monkeypatch.setattr(searches_module, "materialize", outage)
+    launcher = launchers(devices=1, cooldown_s=60.0)
+    launcher.start(portfolio("a"), library("a"))
+    launcher.running["a"].thread.join(WAIT_S)
+    assert list(launcher.failures()) == ["a"]  # retried after the cooldown, resumed
+    assert not launchers.health.failing
+    launcher.start(portfolio("a"), library("a"), launcher.ended())
+    assert launcher.running == {}  # cooling down
 
 
 class FakeSearch:

@@ -205,3 +205,36 @@ def test_a_budget_stops_the_task_cleanly(tmp_path: Path) -> None:
     assert json.loads(again.stdout)["reason"] == "budget"
     assert finished[0].iterations < 2  # stopped before its iterations were done
     assert not events_of(db, KernelPromoted)
+
+
+def test_an_iteration_whose_every_planner_call_failed_is_resumed_later_not_finished(
+    tmp_path: Path,
+) -> None:
+    """(A planner rate-limited for good ended the search as "completed" at 1.0x: a 30-second
+    outage became a plateau, and the task rested for hours.)"""
+    down = threading.Event()
+    down.set()
+
+    def script(request: Request) -> Reply:
+        if down.is_set() and request.model == "planner-model":
+            return Reply(status=429, headers=(("Retry-After", "0"),))
+        return agent_script.answer(request)
+
+    with running_llm(script) as llm:
+        db = f"sqlite:///{tmp_path / 'outage.db'}"
+        env = environment(llm, db)
+        assert accelopt(env, "db", "upgrade").returncode == 0
+        failed = accelopt(env, *optimize(SUITE / "silu"))
+        assert failed.returncode == 3, failed.stderr
+        assert "planner calls failed; the last: HTTP 429" in failed.stderr
+        assert "run the command again to resume it" in failed.stderr
+        assert events_of(db, SearchFinished) == []  # not a verdict: the search is unfinished
+        down.clear()
+        resumed = accelopt(env, *optimize(SUITE / "silu"))
+        assert resumed.returncode == 0, resumed.stderr
+    outcome = json.loads(resumed.stdout)
+    assert [f.reason for f in events_of(db, SearchFinished)] == [outcome["reason"]]
+    assert outcome["reason"] in ("completed", "plateau")
+    started = {s.search_id for s in events_of(db, SearchStarted)}
+    assert started == {outcome["search_id"]}  # the same search, resumed
+    assert outcome["promoted_candidate"] is not None
