@@ -65,6 +65,9 @@ class Limits:
     startup_s: float = 0.0
     """The backend's fixed cost of starting a kernel (compiling it), on top of what the task's
     own measured cost allows a kernel child (nkibench.harness.kernel_limits)."""
+    adaptive: bool = True
+    """Whether a kernel child's limit may be shortened to what the task's measured cost
+    allows; False where the task sets its limit itself (which then holds as written)."""
     output_mb: int = 16
     """What the child may write to stdout and to stderr, each, before its group is killed
     (checked every CANCEL_POLL_S, so a fast writer overshoots by what it writes in that time)."""

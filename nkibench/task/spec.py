@@ -86,6 +86,9 @@ class TaskSpec:
     """The precision of the task's data (Triton tasks declare it)."""
     description: str = ""
     timeout_s: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_TIMEOUT_S))
+    timeout_declared: frozenset[str] = frozenset()
+    """The shape sets (or "*", all of them) whose limit task.toml sets: there it is the kernel's
+    limit as written, never shortened by the reference's measured time."""
     memory_mb: int = DEFAULT_MEMORY_MB
     strict_capacity: bool = False
     tunables: dict[str, list[Any]] = field(default_factory=dict)
@@ -140,6 +143,12 @@ class TaskSpec:
 
     def timeout_for(self, shapes: str) -> float:
         return self.timeout_s.get(shapes, self.timeout_s.get("*", DEFAULT_TIMEOUT_S["*"]))
+
+    def declares_timeout(self, shapes: str) -> bool:
+        """Whether task.toml sets the time limit of this shape set (itself, or for all)."""
+        return shapes in self.timeout_declared or (
+            "*" in self.timeout_declared and shapes not in self.timeout_s
+        )
 
     def roofline_counts(
         self, shapes: str, overrides: Mapping[str, Number] | None = None

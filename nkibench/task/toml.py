@@ -225,6 +225,7 @@ class _TomlReader:
                     )
                 seconds[shapes] = number
             self.out["timeout_s"] = {**DEFAULT_TIMEOUT_S, **seconds}
+            self.out["timeout_declared"] = frozenset(seconds)
         if "memory_mb" in limits:
             memory = limits["memory_mb"]
             if (

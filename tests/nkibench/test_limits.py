@@ -3,7 +3,9 @@ task's limit as the ceiling: a hanging kernel costs a minute, not the task's who
 
 from __future__ import annotations
 
+import shutil
 import time
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +24,30 @@ def test_the_kernel_limit_is_the_floor_or_ten_times_the_reference_under_the_ceil
     assert kernel_limits(Limits(timeout_s=30.0), 1.0).timeout_s == 30.0  # the task's ceiling
     compiling = Limits(timeout_s=2400.0, startup_s=600.0)  # neuron: compiling comes on top
     assert kernel_limits(compiling, 1.0).timeout_s == 660.0
+
+
+def test_a_limit_the_task_sets_holds_as_written(tmp_path: Path) -> None:
+    """(A legitimate current-NKI kernel of many small instructions was killed at 60 s although
+    its task.toml said `timeout_s = 3600`: the limit was min(the task's, 10 x the reference's
+    time), and an interpreter's time is no multiple of NumPy's.)"""
+    assert kernel_limits(Limits(timeout_s=3600.0, adaptive=False), 1.0).timeout_s == 3600.0
+    cases = (
+        ("timeout_s = 3600", {"full": True, "small": True}),
+        ("timeout_s = { small = 900 }", {"full": False, "small": True}),
+        ("memory_mb = 4096", {"full": False, "small": False}),
+    )
+    for n, (limits, declared) in enumerate(cases):
+        folder = tmp_path / f"hang{n}"
+        shutil.copytree(DATA / "hang", folder)
+        with (folder / "task.toml").open("a") as toml:
+            toml.write(f"\n[limits]\n{limits}\n")
+        task = load_task(folder)
+        for shapes, fixed in declared.items():
+            child = kernel_limits(NkisimBackend().limits(task, shapes, 1), 1.0)
+            if fixed:
+                assert child.timeout_s == task.timeout_for(shapes) > KERNEL_FLOOR_S, limits
+            else:
+                assert child.timeout_s == KERNEL_FLOOR_S, limits  # the task's cost decides
 
 
 @pytest.mark.slow

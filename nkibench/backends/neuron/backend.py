@@ -193,6 +193,7 @@ class NeuronBackend:
             memory_mb=None,
             threads=threads,
             startup_s=self.compile_timeout_s,
+            adaptive=not task.declares_timeout(shapes),
         )
 
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:

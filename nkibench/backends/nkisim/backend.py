@@ -94,7 +94,12 @@ class NkisimBackend:
         return Mounts()
 
     def limits(self, task: TaskSpec, shapes: str, threads: int) -> Limits:
-        return Limits(timeout_s=task.timeout_for(shapes), memory_mb=task.memory_mb, threads=threads)
+        return Limits(
+            timeout_s=task.timeout_for(shapes),
+            memory_mb=task.memory_mb,
+            threads=threads,
+            adaptive=not task.declares_timeout(shapes),
+        )
 
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
         return {}

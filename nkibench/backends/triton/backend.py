@@ -298,7 +298,12 @@ class TritonBackend:
     def limits(self, task: TaskSpec, shapes: str, threads: int) -> Limits:
         # CUDA maps far more address space than it uses: no address-space limit on a GPU
         memory = task.memory_mb if self.host.gpu is None else None
-        return Limits(timeout_s=task.timeout_for(shapes), memory_mb=memory, threads=threads)
+        return Limits(
+            timeout_s=task.timeout_for(shapes),
+            memory_mb=memory,
+            threads=threads,
+            adaptive=not task.declares_timeout(shapes),
+        )
 
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
         return {}
