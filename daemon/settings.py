@@ -224,6 +224,11 @@ class Settings(BaseSettings):
     """The live pages' token (`accelopt serve`, `daemon --http`): needed to serve on any
     address but loopback, and then asked of every request."""
 
+    min_free_mb: float = Field(default=1024.0, ge=0)
+    """The free space under which the daemon takes no new job: kernels write their inputs,
+    outputs and traces under the state directory, and a full disk there is a wrong verdict
+    (an empty result) or a log that cannot grow. 0: no floor."""
+
     fleet_stalled_s: float = Field(default=30.0, gt=0)
     """PostgreSQL: a worker silent this long (no heartbeat; workers beat every third of it)
     is taken for dead, and the coordinator hands its running jobs to other workers. The same

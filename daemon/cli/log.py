@@ -18,6 +18,7 @@ from daemon.cli.render import (
     print_table,
     stored_event_line,
 )
+from daemon.coordinator.disk import state_disk
 from daemon.projections import PROJECTIONS, make_projection, present
 from events.envelope import StoredEvent
 from store.engine import make_engine, sqlite_path
@@ -185,8 +186,10 @@ def replay_command(
 @click.pass_context
 def status_command(ctx: click.Context, as_json: bool) -> None:
     """Every task: state, baseline and best latency, speedup; and the size of the log."""
-    store = app_context(ctx).open_store(ctx)
+    app = app_context(ctx)
+    store = app.open_store(ctx)
     result = replay(store, LibraryProjection(), use_checkpoint=True)
+    disk = state_disk(app.settings.state_dir(), app.settings.min_free_mb)
     path = sqlite_path(store.engine.url)
     size = (
         sum(p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists())
@@ -202,6 +205,12 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
                 "position": result.position,
                 "tasks": library_json(result.state),
                 "daemons": daemons,
+                "state_disk": {
+                    "path": str(disk.path),
+                    "free_bytes": disk.free_bytes,
+                    "floor_bytes": disk.floor_bytes,
+                    "new_jobs_paused": disk.low,
+                },
             }
         )
         return
@@ -210,6 +219,8 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     click.echo(f"log: {log['events']} events in {log['database']}{size_text}")
     for host, daemon in daemons.items():
         click.echo(daemon_line(host, daemon))
+    if disk.low:
+        click.echo(f"NEW JOBS PAUSED on this host: {disk.describe()}")
     click.echo("latencies: (m) measured on hardware, (e) estimated by a cost model")
 
 

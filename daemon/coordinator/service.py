@@ -39,6 +39,7 @@ from agents.llm import LLMClient
 from agents.memory import MemoryProjection
 from daemon.coordinator import startup
 from daemon.coordinator.clock import Clock, ClockPart
+from daemon.coordinator.disk import DiskFloor
 from daemon.coordinator.health import StoreHealth
 from daemon.coordinator.library import sync_library
 from daemon.coordinator.lock import AnotherDaemon, DaemonLock
@@ -106,6 +107,9 @@ class Daemon:
         self.state_dir = settings.state_dir()
         self.recorder = recorder
         self.stopping = threading.Event()
+        self.halt = threading.Event()
+        """Set while the workers take no new job: the daemon stopping, or its state disk
+        under the floor (`floor`)."""
         self.wake = threading.Event()
         self.notifier = Notifier()
         self.health = StoreHealth(patience_s=options.store_patience_s)
@@ -158,6 +162,9 @@ class Daemon:
         self.reason = "stopped"
         self.exit_code = 0
         self.database_file = sqlite.file_identity(store.engine)
+        self.floor = DiskFloor(
+            self.state_dir, settings.min_free_mb, halt=self.halt, stopping=self.stopping
+        )
 
     @classmethod
     def open(cls, settings: Settings, database_url: str, options: DaemonOptions) -> Daemon:
@@ -177,6 +184,7 @@ class Daemon:
         if not self.stopping.is_set():
             self.reason, self.exit_code = reason, exit_code
         self.stopping.set()
+        self.halt.set()
         self.wake.set()
 
     def _fold_new_events(self) -> bool:
@@ -201,6 +209,7 @@ class Daemon:
             agents=self.llm is not None,
             position=self.position,
             isolation=self.isolation,
+            paused=self.floor.low.describe() if self.floor.low is not None else None,
         )
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -209,7 +218,9 @@ class Daemon:
         workdir = self.state_dir / "work"
         if self.queue.spans_hosts:
             name = f"{platform.node()}/{name}"  # a device's name is fleet-wide
-        return Worker(name, self.queue, factory, workdir=workdir, stop=self.stopping)
+        return Worker(
+            name, self.queue, factory, workdir=workdir, stop=self.stopping, halt=self.halt
+        )
 
     def run(self) -> int:
         """Serve until asked to stop; the exit status (0; 1 when a part or the database
@@ -338,6 +349,7 @@ class Daemon:
     def _tick(self, library: Path) -> None:
         self._check_database_file()
         self.lock.check()
+        self.floor.check()
         ended = self.searches.ended()
         # idle: one cheap query per tick
         if self.store.head() != self.position and self._fold_new_events():

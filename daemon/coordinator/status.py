@@ -23,6 +23,7 @@ def status_line(
     agents: bool,
     position: int,
     isolation: Isolation,
+    paused: str | None = None,
 ) -> str:
     tasks = [v for v in view.tasks.values() if not v.removed]
     invalid = sum(1 for v in tasks if v.invalid)
@@ -33,6 +34,8 @@ def status_line(
     )
     if not isolation.contained:
         line += f", UNSAFE SANDBOX ({isolation.reason})"
+    if paused is not None:
+        line += f", NEW JOBS PAUSED: {paused}"
     return line
 
 

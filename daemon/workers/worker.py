@@ -30,6 +30,8 @@ __all__ = ["QueuedProfiler", "Worker", "WorkerPart", "profile_job"]
 
 log = structlog.get_logger("accelopt.worker")
 IDLE_WAIT_S = 5.0
+HALT_POLL_S = 1.0
+"""How often a paused worker looks whether it may serve again."""
 
 
 class Worker(threading.Thread):
@@ -48,17 +50,25 @@ class Worker(threading.Thread):
         *,
         workdir: Path,
         stop: threading.Event,
+        halt: threading.Event | None = None,
     ) -> None:
+        """`halt`, set while the worker must take no new job (its state disk under the
+        floor, say), and whenever `stop` is: a running job goes on, and once `halt` is clear
+        again the worker serves again. Without one, `stop` alone halts."""
         super().__init__(name=name, daemon=True)
         self.queue = queue
         self.make_backend = make_backend
         self.workdir = workdir
         self.stop = stop
+        self.halt = halt or stop
         self.failure: Exception | None = None
 
     def run(self) -> None:
         try:
-            self.queue.serve(self.name, self._profile, stop=self.stop, idle_s=IDLE_WAIT_S)
+            while not self.stop.is_set():
+                self.queue.serve(self.name, self._profile, stop=self.halt, idle_s=IDLE_WAIT_S)
+                while self.halt.is_set() and not self.stop.wait(HALT_POLL_S):
+                    pass  # paused: wait for the halt to lift, or the stop
         except Exception as e:
             self.failure = e
             log.exception("worker stopped by an error", worker=self.name)

@@ -243,6 +243,24 @@ def test_status(fresh_sqlite_url: Callable[[], str], accelopt: Callable[..., Run
     assert "4.00x" in human.out
     assert "nki-legacy" in human.out
     assert "log: 5 events" in human.out
+    assert "NEW JOBS PAUSED" not in human.out
+    assert status["state_disk"]["new_jobs_paused"] is False
+
+
+def test_status_says_when_the_state_disk_is_under_its_floor(
+    fresh_sqlite_url: Callable[[], str],
+    accelopt: Callable[..., Run],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url = fresh_sqlite_url()
+    story(url).close()
+    monkeypatch.setenv("ACCELOPT_MIN_FREE_MB", str(2**40))  # more than any disk has
+    human = accelopt("--db", url, "status")
+    assert human.code == 0
+    assert "NEW JOBS PAUSED on this host: the state disk" in human.out
+    disk = accelopt("--db", url, "status", "--json").json()["state_disk"]
+    assert disk["new_jobs_paused"] is True
+    assert disk["free_bytes"] < disk["floor_bytes"] == 2**60
 
 
 def test_databases_that_are_not_accelopt_get_a_clear_message(

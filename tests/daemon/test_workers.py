@@ -185,3 +185,39 @@ def test_a_task_without_the_daemons_shape_set_submits_no_job(task: TaskSpec) -> 
     with pytest.raises(TaskError, match="no shape set 'tiny'"):
         tiny.profile(task, task.kernel_source, job_id="j1")
     assert sum(queue.counts().values()) == 0
+
+
+def test_a_halted_worker_takes_no_new_job_and_serves_again_once_the_halt_lifts(
+    task: TaskSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(The daemon halts its workers while its state disk is under the floor.)"""
+    served: list[str] = []
+
+    def profile_kernel(spec: TaskSpec, **_kwargs: Any) -> KernelResult:
+        served.append(spec.name)
+        return KernelResult(spec.name, "nkisim", "trn1", "small", True, True, latency_ms=2.0)
+
+    monkeypatch.setattr("daemon.workers.worker.profile_kernel", profile_kernel)
+    monkeypatch.setattr("daemon.workers.worker.HALT_POLL_S", 0.05)
+    queue, stop, halt = MemoryJobQueue(), threading.Event(), threading.Event()
+    halt.set()
+    thread = Worker("w0", queue, lambda: BACKEND, workdir=tmp_path, stop=stop, halt=halt)
+    thread.start()
+    try:
+        submitted = threading.Thread(
+            target=profiler(queue).profile, args=(task, "source"), kwargs={"job_id": "j1"}
+        )
+        submitted.start()
+        assert queue.result("j1", timeout=1.0) is None  # halted: the job waits
+        assert served == []
+        halt.clear()
+        done = queue.result("j1", timeout=WAIT_S)
+        assert done is not None
+        assert served == ["silu"]
+        submitted.join(WAIT_S)
+    finally:
+        stop.set()
+        halt.set()  # as the daemon does: a stop halts
+        thread.join(WAIT_S)
+    assert not thread.is_alive()
+    assert thread.failure is None
