@@ -20,9 +20,17 @@ from nkibench.dtypes import as_dtype
 from nkibench.errors import TaskError
 from nkibench.policy.flop_count import compulsory_bytes, count_forward
 from nkibench.sandbox.arrays import listed, value_spec
+from nkibench.sandbox.values import call, named
 from nkibench.task.safe_eval import module_bindings
 
-__all__ = ["TaskCodeFailed", "load_reference", "reference_module", "reference_phase"]
+__all__ = [
+    "TaskCodeFailed",
+    "get_inputs",
+    "load_reference",
+    "names_of",
+    "reference_module",
+    "reference_phase",
+]
 
 
 def _override(tree: ast.Module, overrides: dict[str, Any], path: Path) -> None:
@@ -109,6 +117,19 @@ def _check_dtypes(kernel_inputs: list[Any]) -> None:
                 ) from None
 
 
+def get_inputs(module: ModuleType) -> tuple[list[Any], list[str] | None]:
+    """get_inputs()'s values and, when it returns a dict, their names."""
+    inputs = module.get_inputs()
+    if not isinstance(inputs, list | tuple | dict):
+        raise TypeError(f"get_inputs() returned a {type(inputs).__name__}, not a list or a dict")
+    return named(inputs, "get_inputs()'s result")
+
+
+def names_of(inputs: list[str] | None) -> dict[str, list[str]]:
+    """The manifest's names of a seed's inputs, where they have them."""
+    return {} if inputs is None else {"input_names": inputs}
+
+
 def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
     """get_inputs() under np.random.seed(seed) and forward() per seed, with AccelOpt's optional
     transform_to_nki_inputs; both saved, with the work counted once when asked."""
@@ -124,27 +145,30 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
         hidden.mkdir()
         try:
             np.random.seed(seed)
-            inputs = module.get_inputs()
-            if not isinstance(inputs, list | tuple):
-                raise TypeError(f"get_inputs() returned a {type(inputs).__name__}, not a list")
+            inputs, names = get_inputs(module)
             started = time.perf_counter()
-            expected = module.forward(
-                *[np.copy(x) if isinstance(x, np.ndarray) else x for x in inputs]
+            expected = listed(
+                call(
+                    module.forward,
+                    [np.copy(x) if isinstance(x, np.ndarray) else x for x in inputs],
+                    names,
+                )
             )
             forward_s = time.perf_counter() - started
             transform = getattr(module, "transform_to_nki_inputs", None)
             kernel_inputs = listed(transform(list(inputs))) if transform else list(inputs)
             _check_dtypes(kernel_inputs)
             if request.get("count_work") and work is None:
-                work = _count_work(module, list(inputs), kernel_inputs, listed(expected))
+                work = _count_work(module, list(inputs), kernel_inputs, expected)
             seeds[str(seed)] = {
                 "inputs": [
                     value_spec(v, folder, f"input_{i}") for i, v in enumerate(kernel_inputs)
                 ],
                 "expected": [
-                    value_spec(v, hidden, f"expected_{i}") for i, v in enumerate(listed(expected))
+                    value_spec(v, hidden, f"expected_{i}") for i, v in enumerate(expected)
                 ],
                 "forward_s": forward_s,
+                **names_of(names if not transform else None),
             }
         except Exception as e:
             return _reference_error(e, path)

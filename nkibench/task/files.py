@@ -31,6 +31,7 @@ __all__ = [
     "TASK_FILES",
     "TASK_NAME",
     "TOML_FILE",
+    "VALUE_NAME",
     "folder_hash",
     "name_problem",
     "read_task_files",
@@ -45,6 +46,10 @@ TASK_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}")
 """A task name (fullmatch): ASCII letters, digits, `_`, `-` and `.`, not leading (no `..`,
 no hidden file), at most 128 characters (FlashInfer-Bench's definition and solution names
 run to 118). It names folders of the daemon's state (a path component: 255 bytes at most)."""
+
+VALUE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+"""An input's or output's name (fullmatch): a Python identifier of at most 128 characters
+(get_inputs()'s and forward()'s dict keys, task.toml's `[outputs.<name>]`)."""
 
 
 def name_problem(name: str) -> str | None:

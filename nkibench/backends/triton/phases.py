@@ -54,7 +54,8 @@ from nkibench.backends.triton.timing import Timer, TimingPlan
 from nkibench.backends.triton.torch_guard import guarded, warm_up
 from nkibench.sandbox.arrays import listed, restore, save_array, value_spec
 from nkibench.sandbox.kernel import load_phase_kernel, run_error
-from nkibench.sandbox.reference import load_reference
+from nkibench.sandbox.reference import get_inputs, load_reference, names_of
+from nkibench.sandbox.values import call, takes_names
 
 __all__ = [
     "ceilings_phase",
@@ -126,13 +127,11 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
         hidden.mkdir(parents=True, exist_ok=True)
         try:
             torch.manual_seed(seed)
-            inputs = module.get_inputs()
-            if not isinstance(inputs, list | tuple):
-                raise TypeError(f"get_inputs() returned a {type(inputs).__name__}, not a list")
+            inputs, names = get_inputs(module)
             started = time.perf_counter()
             with torch.no_grad():
                 moved = [upcast(x).to(device) if is_tensor(x) else x for x in inputs]
-                expected = listed(module.forward(*moved))
+                expected = listed(call(module.forward, moved, names))
             if device == "cuda":
                 torch.cuda.synchronize()
             forward_s = time.perf_counter() - started
@@ -140,6 +139,7 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
                 "inputs": [_spec(v, folder, f"input_{i}") for i, v in enumerate(inputs)],
                 "expected": [_spec(v, hidden, f"expected_{i}") for i, v in enumerate(expected)],
                 "forward_s": forward_s,
+                **names_of(names),
             }
         except Exception as e:
             return {
@@ -177,14 +177,28 @@ class Loaded:
         """Whether run() may only allocate, view and query with torch (the torch guard)."""
         self.records: list[RunRecord] = []
         """What each guarded run that returned launched, in order."""
+        self.input_names = _names(request, "input_names")
+        self.by_name = takes_names(run, self.input_names)
+        """Whether run() takes the inputs by keyword (nkibench.sandbox.values)."""
+
+    def call(self, args: list[Any]) -> Any:
+        """run() on `args`, by keyword where it takes the inputs' names."""
+        return call(self.run, args, self.input_names, self.by_name)
 
     def guarded(self, args: list[Any]) -> Any:
-        """run(*args) with the torch-compute guard on (unless the task allows torch), its
+        """run() on `args` with the torch-compute guard on (unless the task allows torch), its
         Triton launches counted."""
         with guarded(self.guard_torch), counting() as record:
-            produced = self.run(*args)
+            produced = self.call(args)
         self.records.append(record)
         return produced
+
+
+def _names(request: dict[str, Any], key: str) -> list[str] | None:
+    """The inputs' names in the manifest (the same for every seed), if named."""
+    entries = list(request["manifest"].values())
+    names = entries[0].get(key) if entries else None
+    return list(names) if isinstance(names, list) else None
 
 
 def _synchronised_nothing(device: Any = None) -> None:
@@ -310,7 +324,7 @@ def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
     sets = [_arguments(request, s, device) for s in request["seeds"]]
     copies = [snapshot(args) for args in sets]
     try:
-        stats = timer.measure(lambda i: kernel.run(*sets[i % len(sets)]))
+        stats = timer.measure(lambda i: kernel.call(sets[i % len(sets)]))
         overhead = timer.launch_overhead_ms()
         # the runs that close the timing are watched too: a kernel that computes with
         # PyTorch once it has passed its checks is caught here (the timed runs themselves
@@ -346,7 +360,9 @@ def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
     if request.get("eager"):
         module = load_reference(Path(request["reference"]), request["overrides"])
         with torch.no_grad():
-            result["eager"] = timer.measure(lambda i: module.forward(*sets[i % len(sets)]))
+            result["eager"] = timer.measure(
+                lambda i: call(module.forward, sets[i % len(sets)], kernel.input_names)
+            )
     if request.get("fresh_seeds"):
         try:
             result["fresh"] = _reverify(request, kernel, timer, buffers=sets[0], rotated=stats)
@@ -377,7 +393,7 @@ def _reverify(
     short = Timer(timer.device, REVERIFY_PLAN)
     try:
         fresh = short.measure(
-            lambda _i: kernel.run(*buffers), before=lambda i: _perturb(buffers, pool, i)
+            lambda _i: kernel.call(buffers), before=lambda i: _perturb(buffers, pool, i)
         )
     except torch.cuda.OutOfMemoryError as e:
         raise Cheat(

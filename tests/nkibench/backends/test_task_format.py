@@ -1,0 +1,50 @@
+"""The task format as wide as FlashInfer-Bench's (issue 25, part 2), under Triton's CPU
+interpreter: inputs by name, outputs by name, per-output dtypes and tolerances, float8,
+integer, boolean and scalar values across the phases, inputs fixed across seeds."""
+
+from __future__ import annotations
+
+import pytest
+
+from nkibench.backends.triton.backend import TritonBackend
+from nkibench.harness import check_kernel
+from nkibench.task.spec import load_task
+from tests.support import DATA
+from tests.support.triton_helpers import triton_backend
+
+__all__ = ["triton_backend"]
+
+pytestmark = pytest.mark.slow
+
+FORMAT = DATA / "format"
+SCALED_ADD = FORMAT / "scaled_add"
+
+
+def _kernel(task: str) -> str:
+    return (FORMAT / task / "kernel.py").read_text()
+
+
+def test_named_inputs_reach_run_by_keyword(triton_backend: TritonBackend) -> None:
+    """get_inputs() returns a dict; run(y, x, scale) names its parameters in another order
+    than the dict's, so only a call by keyword is correct."""
+    result = check_kernel(load_task(SCALED_ADD), backend=triton_backend)
+    assert result.correct, f"{result.error_kind}: {result.message}"
+
+
+@pytest.mark.parametrize(
+    ("signature", "unpack"),
+    [
+        ("run(*inputs)", "    x, y, scale = inputs\n"),  # binds no name: positional
+        ("run(*args, **kwargs)", '    x, y, scale = kwargs["x"], kwargs["y"], kwargs["scale"]\n'),
+    ],
+)
+def test_a_run_that_names_no_input_gets_them_in_order_and_kwargs_by_name(
+    triton_backend: TritonBackend, signature: str, unpack: str
+) -> None:
+    source = _kernel("scaled_add").replace(
+        "def run(y, x, scale):  # not get_inputs()'s order: the inputs come by name\n",
+        f"def {signature}:\n{unpack}",
+    )
+    assert signature in source
+    result = check_kernel(load_task(SCALED_ADD), backend=triton_backend, kernel_source=source)
+    assert result.correct, f"{result.error_kind}: {result.message}"

@@ -1,0 +1,69 @@
+"""Values between the phases (issue 25, part 2): inputs by name, and how the parent checks
+what a child says about them; no child runs here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nkibench.sandbox.results import MalformedResult, check_manifest
+from nkibench.sandbox.values import call, named, takes_names
+
+
+def _positional(x: int, y: int) -> tuple[int, int]:
+    return x, y
+
+
+def _swapped(y: int, x: int) -> tuple[int, int]:
+    return x, y
+
+
+def _star(*inputs: int) -> tuple[int, ...]:
+    return inputs
+
+
+def _keywords(*args: int, **kwargs: int) -> tuple[int, int]:
+    return kwargs["x"], kwargs["y"]
+
+
+def test_named_inputs_are_passed_by_keyword_where_the_signature_takes_them() -> None:
+    values, names = named({"x": 1, "y": 2}, "get_inputs()")
+    assert (values, names) == ([1, 2], ["x", "y"])
+    assert call(_swapped, values, names) == (1, 2)  # by name, whatever the order
+    assert call(_keywords, values, names) == (1, 2)
+    assert call(_star, values, names) == (1, 2)  # binds no name: positionally
+    assert call(_positional, values, None) == (1, 2)
+    assert not takes_names(_star, names)
+    assert takes_names(_swapped, names)
+    assert not takes_names(_swapped, ["x", "z"])  # other names: positionally
+    assert named([1, 2], "get_inputs()") == ([1, 2], None)
+    assert named(3, "forward()") == ([3], None)
+
+
+@pytest.mark.parametrize("key", [1, "not a name", "a-b", "", "x" * 129])
+def test_a_dict_whose_keys_are_not_names_is_refused(key: Any) -> None:
+    with pytest.raises(TypeError, match="is not a name"):
+        named({key: 1}, "get_inputs()'s result")
+
+
+def _manifest(**names: Any) -> dict[str, Any]:
+    scalar = {"kind": "scalar", "value": 1.0}
+    return {"seeds": {"0": {"inputs": [scalar, scalar], "expected": [scalar], **names}}}
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        {"input_names": ["x"]},  # one name for two values
+        {"input_names": ["x", "x"]},
+        {"input_names": ["x", "../y"]},
+        {"input_names": "xy"},
+    ],
+)
+def test_names_a_reference_hands_back_are_checked_like_the_rest_of_its_result(
+    names: dict[str, Any],
+) -> None:
+    assert check_manifest(_manifest(input_names=["x", "y"]), [0])
+    with pytest.raises(MalformedResult, match="not one distinct name"):
+        check_manifest(_manifest(**names), [0])
