@@ -2,11 +2,12 @@
 
     ||out - ref||_2 <= rel_tol * ||ref||_2     (rel_tol 2e-5 for float32 unless the task says)
 
-with the number of outputs and every shape matching exactly.
+with the number of outputs and every shape matching exactly; each output is judged on its own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,14 +47,20 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, tuple | list) else [value]
 
 
-def compare_outputs(outputs: Any, expected: Any, rel_tol: float) -> Comparison:
+def compare_outputs(
+    outputs: Any, expected: Any, rel_tol: float, names: Sequence[str] | None = None
+) -> Comparison:
+    """Each output on its own against the reference's (`names`: the reference's names of its
+    outputs, which the messages use)."""
     got, want = _as_list(outputs), _as_list(expected)
     if len(got) != len(want):
         return Comparison(
             False, None, f"the kernel returned {len(got)} output(s), the reference {len(want)}"
         )
+    labels = list(names) if names is not None and len(names) == len(want) else None
     worst = 0.0
-    for i, (produced, ref) in enumerate(zip(got, want, strict=True)):
+    for index, (produced, ref) in enumerate(zip(got, want, strict=True)):
+        i = labels[index] if labels else index
         if not isinstance(ref, np.ndarray):
             if isinstance(produced, np.ndarray) or produced != ref:
                 return Comparison(

@@ -1,8 +1,9 @@
 """The comparison phase, inside a sandboxed child that never ran the kernel: the kernel's outputs
 are read as data (regular files beneath the output folder, no link followed, each no larger than
 its expected output could make it: nkibench.sandbox.arrays), the task's output transform applied
-(AccelOpt's transform_nki_outputs, for dialects that have one), then the relative-L2 rule per
-seed, stopping at the first seed that fails. Where the backend fills new outputs with nkisim's
+(AccelOpt's transform_nki_outputs, for dialects that have one), then each output judged under
+its tolerance (the task's relative L2, or task.toml's `[outputs.<name>]`) per seed, stopping at
+the first seed that fails. Where the backend fills new outputs with nkisim's
 sentinel, the elements never written are counted here too."""
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ def compare_phase(request: dict[str, Any]) -> dict[str, Any]:
                     f"transform_nki_outputs failed on the kernel's outputs: {type(e).__name__}: {e}"
                 )
                 break
-        comparison = compare_outputs(result, reference, request["rel_tol"])
+        names = manifest.get("output_names")
+        comparison = compare_outputs(result, reference, request["rel_tol"], names)
         seeds[str(seed)] = {
             "correct": comparison.correct,
             "max_rel_l2": comparison.max_rel_l2,

@@ -125,9 +125,10 @@ def get_inputs(module: ModuleType) -> tuple[list[Any], list[str] | None]:
     return named(inputs, "get_inputs()'s result")
 
 
-def names_of(inputs: list[str] | None) -> dict[str, list[str]]:
-    """The manifest's names of a seed's inputs, where they have them."""
-    return {} if inputs is None else {"input_names": inputs}
+def names_of(inputs: list[str] | None, outputs: list[str] | None) -> dict[str, list[str]]:
+    """The manifest's names of a seed's inputs and expected outputs, where they have them."""
+    found = {"input_names": inputs, "output_names": outputs}
+    return {key: names for key, names in found.items() if names is not None}
 
 
 def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
@@ -147,12 +148,13 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
             np.random.seed(seed)
             inputs, names = get_inputs(module)
             started = time.perf_counter()
-            expected = listed(
+            expected, output_names = named(
                 call(
                     module.forward,
                     [np.copy(x) if isinstance(x, np.ndarray) else x for x in inputs],
                     names,
-                )
+                ),
+                "forward()'s result",
             )
             forward_s = time.perf_counter() - started
             transform = getattr(module, "transform_to_nki_inputs", None)
@@ -168,7 +170,7 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
                     value_spec(v, hidden, f"expected_{i}") for i, v in enumerate(expected)
                 ],
                 "forward_s": forward_s,
-                **names_of(names if not transform else None),
+                **names_of(names if not transform else None, output_names),
             }
         except Exception as e:
             return _reference_error(e, path)

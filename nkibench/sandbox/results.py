@@ -101,7 +101,7 @@ def _value_spec(spec: Any, where: str) -> None:
 
 
 def _names(names: Any, count: int, where: str) -> None:
-    """Names of a seed's inputs: one per value, each a distinct identifier."""
+    """Names of a seed's inputs or outputs: one per value, each a distinct identifier."""
     _need(
         isinstance(names, list)
         and len(names) == count
@@ -122,8 +122,9 @@ def check_manifest(result: dict[str, Any], seeds: Iterable[int]) -> dict[str, An
             _need(isinstance(values, list) and len(values) <= MAX_OUTPUTS, f"seed {seed}: {key}")
             for i, spec in enumerate(values):
                 _value_spec(spec, f"seed {seed}: {key} {i}")
-        if "input_names" in entry:
-            _names(entry["input_names"], len(entry["inputs"]), f"seed {seed}: input_names")
+        for key, counted in (("input_names", "inputs"), ("output_names", "expected")):
+            if key in entry:
+                _names(entry[key], len(entry[counted]), f"seed {seed}: {key}")
         _need(_number(entry.get("forward_s", 0.0)), f"seed {seed}: forward_s")
     return entries
 

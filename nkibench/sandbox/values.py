@@ -1,12 +1,13 @@
-"""Inputs by name, inside the sandboxed children (FlashInfer-Bench's convention).
+"""Inputs and outputs by name, inside the sandboxed children (FlashInfer-Bench's convention).
 
 A reference's get_inputs() returns its inputs as a list (positional) or as a dict of name ->
 value (named, in order); forward() and the kernel's run() are then called by keyword when their
 signature takes those names (`run(q, k, v)`, `run(*args, **kwargs)`), else positionally in the
-dict's order (AccelOpt's `run(*inputs)`). The phases exchange values as lists (files
-`input_<i>.npy`) with the names beside them in the manifest, which the parent checks
-(nkibench.sandbox.results: this module imports neither NumPy nor ml_dtypes, so the parent may
-import it).
+dict's order (AccelOpt's `run(*inputs)`). forward() and run() return one value, a tuple or list
+(positional), or a dict of name -> value; a kernel's dict is put in the reference's order by
+name. The phases exchange values as lists (files `input_<i>.npy`, `output_<i>.npy`) with the
+names beside them in the manifest, which the parent checks (nkibench.sandbox.results: this
+module imports neither NumPy nor ml_dtypes, so the parent may import it).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from nkibench.task.files import VALUE_NAME
 
-__all__ = ["NAME", "call", "listed", "named", "takes_names"]
+__all__ = ["NAME", "call", "listed", "named", "ordered", "takes_names"]
 
 NAME = VALUE_NAME
 
@@ -39,6 +40,27 @@ def named(value: Any, what: str) -> tuple[list[Any], list[str] | None]:
                 raise TypeError(f"{what}: the key {name!r} is not a name (a Python identifier)")
         return list(value.values()), names
     return listed(value), None
+
+
+def ordered(value: Any, names: Sequence[str] | None, what: str) -> list[Any]:
+    """A kernel's outputs in the reference's order: a dict by the reference's output names,
+    anything else positionally."""
+    if not isinstance(value, dict):
+        return listed(value)
+    if type(value) is not dict:
+        raise TypeError(f"{what} is a {type(value).__name__}, not a plain dict")
+    if names is None:
+        raise TypeError(
+            f"{what} is a dict, but the reference's outputs have no names (its forward() "
+            "returns them positionally): return a tuple"
+        )
+    missing = [n for n in names if n not in value]
+    extra = [repr(k)[:40] for k in value if k not in names]
+    if missing or extra:
+        problems = [f"no output {', '.join(missing)}"] if missing else []
+        problems += [f"unknown output(s) {', '.join(extra)}"] if extra else []
+        raise TypeError(f"{what}: {'; '.join(problems)} (the reference's: {', '.join(names)})")
+    return [value[n] for n in names]
 
 
 def takes_names(function: Callable[..., Any], names: Sequence[str] | None) -> bool:

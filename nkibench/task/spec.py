@@ -17,7 +17,8 @@ the roofline's counts):
     <task>/reference.py   module-level shape constants, get_inputs() returning torch tensors
                           (torch.manual_seed is set per seed), forward(*inputs) in PyTorch
 
-Either kind may name its inputs (get_inputs() returning a dict, nkibench.sandbox.values).
+Either kind may name its inputs and outputs (get_inputs() and forward() returning dicts,
+nkibench.sandbox.values).
 
 Loading never runs the task's code: it parses it. Everything wrong is reported as a
 TaskError naming the file and the problem. Reading the folder is bounded and symlink-safe

@@ -1,5 +1,5 @@
-"""Values between the phases (issue 25, part 2): inputs by name, and how the parent checks
-what a child says about them; no child runs here."""
+"""Values between the phases (issue 25, part 2): inputs and outputs by name, and how the
+parent checks what a child says about them; no child runs here."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nkibench.sandbox.results import MalformedResult, check_manifest
-from nkibench.sandbox.values import call, named, takes_names
+from nkibench.sandbox.values import call, named, ordered, takes_names
 
 
 def _positional(x: int, y: int) -> tuple[int, int]:
@@ -41,6 +41,33 @@ def test_named_inputs_are_passed_by_keyword_where_the_signature_takes_them() -> 
     assert named(3, "forward()") == ([3], None)
 
 
+class _Dict(dict[str, Any]):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("value", "names", "said"),
+    [
+        ({"out": 1}, ["out", "lse"], "no output lse"),
+        ({"out": 1, "lse": 2, "extra": 3}, ["out", "lse"], "unknown output(s) 'extra'"),
+        ({"out": 1, "lse": 2}, None, "the reference's outputs have no names"),
+        (_Dict(out=1, lse=2), ["out", "lse"], "_Dict, not a plain dict"),
+    ],
+)
+def test_a_kernels_dict_must_name_the_references_outputs_exactly(
+    value: Any, names: list[str] | None, said: str
+) -> None:
+    with pytest.raises(TypeError) as caught:
+        ordered(value, names, "run()'s result")
+    assert said in str(caught.value)
+
+
+def test_a_kernels_outputs_come_in_the_references_order() -> None:
+    assert ordered({"lse": 2, "out": 1}, ["out", "lse"], "run()") == [1, 2]
+    assert ordered((1, 2), ["out", "lse"], "run()") == [1, 2]  # a tuple: positionally
+    assert ordered(1, None, "run()") == [1]
+
+
 @pytest.mark.parametrize("key", [1, "not a name", "a-b", "", "x" * 129])
 def test_a_dict_whose_keys_are_not_names_is_refused(key: Any) -> None:
     with pytest.raises(TypeError, match="is not a name"):
@@ -59,11 +86,13 @@ def _manifest(**names: Any) -> dict[str, Any]:
         {"input_names": ["x", "x"]},
         {"input_names": ["x", "../y"]},
         {"input_names": "xy"},
+        {"output_names": ["out", "lse"]},
+        {"output_names": [7]},
     ],
 )
 def test_names_a_reference_hands_back_are_checked_like_the_rest_of_its_result(
     names: dict[str, Any],
 ) -> None:
-    assert check_manifest(_manifest(input_names=["x", "y"]), [0])
+    assert check_manifest(_manifest(input_names=["x", "y"], output_names=["out"]), [0])
     with pytest.raises(MalformedResult, match="not one distinct name"):
         check_manifest(_manifest(**names), [0])

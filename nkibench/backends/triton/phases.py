@@ -52,10 +52,10 @@ from nkibench.backends.triton.launches import (
 from nkibench.backends.triton.tensors import is_tensor, to_numpy, to_torch, upcast
 from nkibench.backends.triton.timing import Timer, TimingPlan
 from nkibench.backends.triton.torch_guard import guarded, warm_up
-from nkibench.sandbox.arrays import listed, restore, save_array, value_spec
+from nkibench.sandbox.arrays import restore, save_array, value_spec
 from nkibench.sandbox.kernel import load_phase_kernel, run_error
 from nkibench.sandbox.reference import get_inputs, load_reference, names_of
-from nkibench.sandbox.values import call, takes_names
+from nkibench.sandbox.values import call, named, ordered, takes_names
 
 __all__ = [
     "ceilings_phase",
@@ -131,7 +131,9 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
             started = time.perf_counter()
             with torch.no_grad():
                 moved = [upcast(x).to(device) if is_tensor(x) else x for x in inputs]
-                expected = listed(call(module.forward, moved, names))
+                expected, output_names = named(
+                    call(module.forward, moved, names), "forward()'s result"
+                )
             if device == "cuda":
                 torch.cuda.synchronize()
             forward_s = time.perf_counter() - started
@@ -139,7 +141,7 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
                 "inputs": [_spec(v, folder, f"input_{i}") for i, v in enumerate(inputs)],
                 "expected": [_spec(v, hidden, f"expected_{i}") for i, v in enumerate(expected)],
                 "forward_s": forward_s,
-                **names_of(names),
+                **names_of(names, output_names),
             }
         except Exception as e:
             return {
@@ -178,6 +180,7 @@ class Loaded:
         self.records: list[RunRecord] = []
         """What each guarded run that returned launched, in order."""
         self.input_names = _names(request, "input_names")
+        self.output_names = _names(request, "output_names")
         self.by_name = takes_names(run, self.input_names)
         """Whether run() takes the inputs by keyword (nkibench.sandbox.values)."""
 
@@ -195,7 +198,7 @@ class Loaded:
 
 
 def _names(request: dict[str, Any], key: str) -> list[str] | None:
-    """The inputs' names in the manifest (the same for every seed), if named."""
+    """The inputs' or outputs' names in the manifest (the same for every seed), if named."""
     entries = list(request["manifest"].values())
     names = entries[0].get(key) if entries else None
     return list(names) if isinstance(names, list) else None
@@ -238,7 +241,7 @@ def _checked_run(kernel: Loaded, args: list[Any], device: str) -> tuple[list[Any
         if torch.cuda.current_stream() != stream:
             raise Cheat("run() returned with another CUDA stream current: work escapes the timer")
         stream.synchronize()  # the timed stream only: a side stream's work is not waited for
-    outputs = listed(produced)
+    outputs = ordered(produced, kernel.output_names, "run()'s result")
     check_outputs(outputs)
     changed = inputs_changed(args, copies)
     if changed:

@@ -48,3 +48,41 @@ def test_a_run_that_names_no_input_gets_them_in_order_and_kwargs_by_name(
     assert signature in source
     result = check_kernel(load_task(SCALED_ADD), backend=triton_backend, kernel_source=source)
     assert result.correct, f"{result.error_kind}: {result.message}"
+
+
+SCALED_ROWS = FORMAT / "scaled_rows"
+RETURNED = (
+    '    return {"row_sum": row_sum, "out": out}  # by name, in another order than the '
+    "reference's\n"
+)
+
+
+def test_outputs_by_name_are_each_compared_with_the_references_of_that_name(
+    triton_backend: TritonBackend,
+) -> None:
+    """forward() returns {"out", "row_sum"}; run() returns the same names in another order."""
+    assert RETURNED in _kernel("scaled_rows")
+    result = check_kernel(load_task(SCALED_ROWS), backend=triton_backend)
+    assert result.correct, f"{result.error_kind}: {result.message}"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "kind", "said"),
+    [
+        (RETURNED, "    return out, row_sum\n", None, ""),  # a tuple, in the reference's order
+        (RETURNED, "    return row_sum, out\n", "incorrect", "output out: shape [8] differs"),
+        (RETURNED, '    return {"out": out}\n', "runtime", "no output row_sum"),
+        ("row_sum.to(sum_ptr", "(row_sum * 1.5).to(sum_ptr", "incorrect", "output row_sum:"),
+    ],
+)
+def test_each_output_is_judged_on_its_own_and_by_its_name(
+    triton_backend: TritonBackend, old: str, new: str, kind: str | None, said: str
+) -> None:
+    source = _kernel("scaled_rows").replace(old, new)
+    result = check_kernel(load_task(SCALED_ROWS), backend=triton_backend, kernel_source=source)
+    if kind is None:
+        assert result.correct, f"{result.error_kind}: {result.message}"
+        return
+    assert not result.correct
+    assert result.error_kind == kind, result.message
+    assert said in (result.message or ""), result.message
