@@ -320,6 +320,7 @@ class Session:
             "manifest": inputs.manifest,
             "output_counts": {str(s): ran[str(s)]["outputs"] for s in chosen},
             "rel_tol": self.task.rel_tol,
+            "outputs": {key: t.to_json() for key, t in self.task.outputs.items()},
             "transform": self.transforms_outputs,
             "count_unwritten": self.backend.sentinel_outputs,
         }

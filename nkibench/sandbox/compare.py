@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from nkibench.nkisim.dtypes import never_written
-from nkibench.policy.correctness import compare_outputs
+from nkibench.policy.correctness import compare_outputs, unknown_outputs
+from nkibench.policy.tolerance import Tolerance
 from nkibench.sandbox.arrays import load_array, restore
 from nkibench.sandbox.readback import UnsafeFile
 from nkibench.sandbox.reference import reference_module
@@ -50,6 +51,9 @@ def compare_phase(request: dict[str, Any]) -> dict[str, Any]:
     module = reference_module(request) if request.get("transform", True) else None
     transform = getattr(module, "transform_nki_outputs", None)
     hidden, outputs = Path(request["expected_dir"]), Path(request["out_dir"])
+    tolerances = {
+        key: Tolerance.from_json(value) for key, value in request.get("outputs", {}).items()
+    }
     seeds: dict[str, Any] = {}
     for seed in request["seeds"]:
         manifest = request["manifest"][str(seed)]
@@ -70,7 +74,15 @@ def compare_phase(request: dict[str, Any]) -> dict[str, Any]:
                 )
                 break
         names = manifest.get("output_names")
-        comparison = compare_outputs(result, reference, request["rel_tol"], names)
+        unknown = unknown_outputs(tolerances, names, len(expected))
+        if unknown:
+            return {
+                "ok": False,
+                "kind": "task",
+                "message": f"task.toml: [outputs.{unknown[0]}]: the reference has no such output "
+                f"(its outputs: {', '.join(names or [str(i) for i in range(len(expected))])})",
+            }
+        comparison = compare_outputs(result, reference, request["rel_tol"], names, tolerances)
         seeds[str(seed)] = {
             "correct": comparison.correct,
             "max_rel_l2": comparison.max_rel_l2,

@@ -18,7 +18,8 @@ the roofline's counts):
                           (torch.manual_seed is set per seed), forward(*inputs) in PyTorch
 
 Either kind may name its inputs and outputs (get_inputs() and forward() returning dicts,
-nkibench.sandbox.values).
+nkibench.sandbox.values) and declare an output's dtype and tolerance (task.toml's
+`[outputs.<name>]`, nkibench.policy.tolerance).
 
 Loading never runs the task's code: it parses it. Everything wrong is reported as a
 TaskError naming the file and the problem. Reading the folder is bounded and symlink-safe
@@ -38,6 +39,7 @@ from typing import Any
 from nkibench.backends import DEFAULT_BACKEND, backend_info, dialect_of_backend
 from nkibench.dialects import NKI_LEGACY, detect_dialect, get_dialect
 from nkibench.errors import TaskError
+from nkibench.policy.tolerance import Tolerance
 from nkibench.task.files import (
     KERNEL_FILE,
     REFERENCE_FILE,
@@ -95,6 +97,9 @@ class TaskSpec:
     allow_torch_compute: bool = False
     """A Triton task whose run() may compute with PyTorch (by default torch only allocates,
     views and queries tensors there, and every computation runs in Triton kernels)."""
+    outputs: dict[str, Tolerance] = field(default_factory=dict)
+    """task.toml's `[outputs.<name>]`: an output's dtype and tolerance, by its name or position
+    (nkibench.policy.tolerance); the others are held to `rel_tol`."""
     content_hash: str = ""
     dialect: str = NKI_LEGACY.name
     """The kernel language (nkibench.dialects): from kernel.py's imports, or task.toml's

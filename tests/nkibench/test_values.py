@@ -3,10 +3,14 @@ parent checks what a child says about them; no child runs here."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import numpy as np
 import pytest
 
+from nkibench.policy.correctness import compare_outputs, mismatched
+from nkibench.policy.tolerance import Tolerance
 from nkibench.sandbox.results import MalformedResult, check_manifest
 from nkibench.sandbox.values import call, named, ordered, takes_names
 
@@ -96,3 +100,49 @@ def test_names_a_reference_hands_back_are_checked_like_the_rest_of_its_result(
     assert check_manifest(_manifest(input_names=["x", "y"], output_names=["out"]), [0])
     with pytest.raises(MalformedResult, match="not one distinct name"):
         check_manifest(_manifest(**names), [0])
+
+
+def test_each_output_is_judged_under_its_own_tolerance() -> None:
+    ref = np.linspace(1.0, 2.0, 100)
+    off = ref * 1.005  # relative L2 5e-3, every element 0.5% off
+    names = ["out", "lse"]
+    assert compare_outputs((off, ref), (ref, ref), 2e-2, names).correct
+    tight = {"out": Tolerance(1e-3)}
+    judged = compare_outputs((off, ref), (ref, ref), 2e-2, names, tight)
+    assert not judged.correct
+    assert judged.message.startswith("output out: relative L2 error 5.0")
+    by_position = compare_outputs((ref, off), (ref, ref), 2e-2, None, {"1": Tolerance(1e-3)})
+    assert by_position.message.startswith("output 1: relative L2")
+
+
+def test_flashinfer_benchs_per_element_rule_with_a_matched_ratio() -> None:
+    ref = np.ones(100, dtype=np.float32)
+    out = ref.copy()
+    out[:3] = 1.5  # three elements off by 0.5: more than atol and rtol 0.1 both
+    strict = {"0": Tolerance(None, 0.1, 0.1)}
+    judged = compare_outputs(out, ref, 1.0, None, strict)
+    assert not judged.correct
+    assert "3 of 100 element(s) off by more than atol 0.1 and rtol 0.1" in judged.message
+    assert compare_outputs(out, ref, 1e-9, None, {"0": Tolerance(None, 0.1, 0.1, 0.97)}).correct
+    assert compare_outputs(out, ref, 1e-9, None, {"0": Tolerance(None, 0.6, 0.0)}).correct
+    assert compare_outputs(out, ref, 1e-9, None, {"0": Tolerance(None, 0.0, 0.6)}).correct
+    assert mismatched(out, ref, 0.1, 0.1) == 3
+    indices = np.arange(10)
+    exact = {"0": Tolerance(None, 0.0, 0.0, dtype="int64")}
+    assert compare_outputs(indices, indices, 1.0, None, exact).correct
+    moved = compare_outputs(indices[::-1].copy(), indices, 1.0, None, exact)
+    assert "10 of 10 element(s)" in moved.message
+    narrow = compare_outputs(indices.astype(np.int32), indices, 1.0, None, exact)
+    assert narrow.message == "output 0: dtype int32, where the task declares int64"
+
+
+def test_a_tolerance_from_the_parent_is_read_strictly() -> None:
+    kept = Tolerance(None, 1e-2, 1e-2, 0.9, "bfloat16")
+    assert Tolerance.from_json(kept.to_json()) == kept
+    for junk, said in (
+        ({"rel_tol": float("nan")}, "bound nan"),
+        ({"atol": 1.0}, "atol and rtol go together"),
+        ({"rel_tol": 1e-3, "dtype": "object"}, "dtype 'object'"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(said)):
+            Tolerance.from_json(junk)

@@ -86,3 +86,31 @@ def test_each_output_is_judged_on_its_own_and_by_its_name(
     assert not result.correct
     assert result.error_kind == kind, result.message
     assert said in (result.message or ""), result.message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
+        # 0.5% off: within bfloat16's 2e-2, the task's, not float32's 1e-3, the output's
+        (
+            "row_sum.to(sum_ptr",
+            "(row_sum * 1.005).to(sum_ptr",
+            "output row_sum: relative L2 error 5.0",
+        ),
+        (
+            "row_sum = torch.empty(M, dtype=torch.float32",
+            "row_sum = torch.empty(M, dtype=torch.bfloat16",
+            "output row_sum: dtype bfloat16, where the task declares float32",
+        ),
+    ],
+)
+def test_an_output_is_held_to_its_own_dtype_and_tolerance(
+    triton_backend: TritonBackend, old: str, new: str, said: str
+) -> None:
+    """scaled_rows: `[outputs.row_sum] dtype = "float32"` in a bfloat16 task."""
+    source = _kernel("scaled_rows").replace(old, new)
+    assert source != _kernel("scaled_rows")
+    result = check_kernel(load_task(SCALED_ROWS), backend=triton_backend, kernel_source=source)
+    assert not result.correct
+    assert result.error_kind == "incorrect", result.message
+    assert said in (result.message or ""), result.message
