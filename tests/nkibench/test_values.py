@@ -4,13 +4,17 @@ parent checks what a child says about them; no child runs here."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 from nkibench.policy.correctness import compare_outputs, mismatched
 from nkibench.policy.tolerance import Tolerance
+from nkibench.sandbox.arrays import load_array, restore, save_array, value_spec
+from nkibench.sandbox.readback import UnsafeFile
 from nkibench.sandbox.results import MalformedResult, check_manifest
 from nkibench.sandbox.values import call, named, ordered, takes_names
 
@@ -146,3 +150,38 @@ def test_a_tolerance_from_the_parent_is_read_strictly() -> None:
     ):
         with pytest.raises(ValueError, match=re.escape(said)):
             Tolerance.from_json(junk)
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        ml_dtypes.float8_e4m3fn,
+        ml_dtypes.float8_e5m2,
+        ml_dtypes.bfloat16,
+        np.bool_,
+        np.int8,
+        np.int64,
+        np.uint8,
+        np.float16,
+    ],
+)
+def test_every_dtype_of_the_format_crosses_as_an_array_file(tmp_path: Path, dtype: Any) -> None:
+    values = np.arange(8).reshape(2, 4).astype(np.float32).astype(dtype)
+    spec = value_spec(values, tmp_path, "input_0")
+    assert spec["dtype"] == np.dtype(dtype).name
+    back = restore(spec, tmp_path)
+    assert back.dtype == np.dtype(dtype)
+    assert np.array_equal(back.view(np.uint8), values.view(np.uint8))
+    assert value_spec(np.float32(2.5), tmp_path, "x") == {"kind": "scalar", "value": 2.5}
+    assert value_spec(True, tmp_path, "x") == {"kind": "scalar", "value": True}
+
+
+def test_the_readback_stays_strict_for_the_new_dtypes(tmp_path: Path) -> None:
+    """A sidecar naming float8 beside 16-bit data, or an object array, is refused."""
+    save_array(tmp_path / "a.npy", np.zeros(4, dtype=ml_dtypes.bfloat16))
+    (tmp_path / "a.npy.dtype").write_text("float8_e4m3fn")
+    with pytest.raises(UnsafeFile, match=r"does not name the dtype of a\.npy"):
+        load_array(tmp_path, "a.npy")
+    np.save(tmp_path / "o.npy", np.array([1, "x"], dtype=object), allow_pickle=True)
+    with pytest.raises(UnsafeFile, match="not a numeric array's"):
+        load_array(tmp_path, "o.npy")

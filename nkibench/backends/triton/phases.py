@@ -65,6 +65,9 @@ __all__ = [
     "reference_phase",
 ]
 
+PERTURBED = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+"""The dtypes whose timed buffers get fresh content by scaling (integers, booleans and float8,
+which has no arithmetic on the GPU, are copied from the fresh sets only)."""
 REVERIFY_PLAN = TimingPlan(warmup_ms=5.0, block_ms=50.0, min_runs=10, max_runs=40)
 
 
@@ -314,7 +317,7 @@ def _perturb(buffers: list[Any], pool: list[list[Any]], i: int) -> None:
     for buffer, value in zip(buffers, pool[i % len(pool)], strict=True):
         if is_tensor(buffer):
             buffer.copy_(value)
-            if buffer.is_floating_point():
+            if buffer.dtype in PERTURBED:
                 buffer.mul_(1.0 + torch.rand_like(buffer) * 0.0625)
 
 

@@ -114,3 +114,19 @@ def test_an_output_is_held_to_its_own_dtype_and_tolerance(
     assert not result.correct
     assert result.error_kind == "incorrect", result.message
     assert said in (result.message or ""), result.message
+
+
+def test_float8_boolean_integer_and_scalar_values_cross_the_phases(
+    triton_backend: TritonBackend,
+) -> None:
+    """dequant: float8_e4m3fn, float32, bool and a Python int in; bfloat16 and int32 out (the
+    count compared exactly). A float8 input failed with `Got unsupported ScalarType`."""
+    task = load_task(FORMAT / "dequant")
+    result = check_kernel(task, backend=triton_backend)
+    assert result.correct, f"{result.error_kind}: {result.message}"
+    off_by_one = _kernel("dequant").replace("axis=0) + shift", "axis=0) + shift + 1")
+    wrong = check_kernel(task, backend=triton_backend, kernel_source=off_by_one)
+    assert wrong.error_kind == "incorrect", wrong.message
+    assert "output kept: 8 of 8 element(s) off by more than atol 0 and rtol 0" in (
+        wrong.message or ""
+    )
