@@ -190,6 +190,7 @@ class Session:
             "task_dir": str(self.task_dir),
             "overrides": self.task.overrides(self.shapes),
             "seeds": list(self.seeds),
+            "fixed_inputs": list(self.task.fixed_inputs),
         }
 
     def folder(self, name: str) -> Path:

@@ -575,3 +575,28 @@ def test_a_triton_float8_output_needs_its_own_tolerance(tmp_path: Path) -> None:
         toml.write("\n[outputs.out]\ndtype = 'float8_e4m3fn'\n")
     with pytest.raises(TaskError, match=r"\[outputs.out\]: no default tolerance for float8_e4m3fn"):
         load_task(folder)
+
+
+@pytest.mark.parametrize(
+    ("line", "found"),
+    [
+        ("FIXED_INPUTS = ['indices', 'indptr']", ("indices", "indptr")),
+        ("FIXED_INPUTS = (1,)", (1,)),
+        ("FIXED_INPUTS = 'indices'", "must be a literal list of distinct input names"),
+        ("FIXED_INPUTS = [1.5]", "must be a literal list"),
+        ("FIXED_INPUTS = ['a', 'a']", "must be a literal list"),
+        ("FIXED_INPUTS = ['a-b']", "must be a literal list"),
+        ("FIXED_INPUTS = [N]", "must be a literal list"),
+        ("FIXED_INPUTS, X = ['a'], 1", "assign it alone"),
+    ],
+)
+def test_fixed_inputs_are_read_from_reference_py_without_running_it(
+    tmp_path: Path, line: str, found: object
+) -> None:
+    folder = make_task(tmp_path, reference=REFERENCE + "\n" + line + "\n")
+    if isinstance(found, tuple):
+        assert load_task(folder).fixed_inputs == found
+        return
+    said = r"reference.py line \d+: FIXED_INPUTS: " + re.escape(str(found))
+    with pytest.raises(TaskError, match=said):
+        load_task(folder)

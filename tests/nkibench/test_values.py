@@ -15,6 +15,7 @@ from nkibench.policy.correctness import compare_outputs, mismatched
 from nkibench.policy.tolerance import Tolerance
 from nkibench.sandbox.arrays import load_array, restore, save_array, value_spec
 from nkibench.sandbox.readback import UnsafeFile
+from nkibench.sandbox.reference import FIXED_SEED, reference_phase
 from nkibench.sandbox.results import MalformedResult, check_manifest
 from nkibench.sandbox.values import call, named, ordered, takes_names
 
@@ -185,3 +186,81 @@ def test_the_readback_stays_strict_for_the_new_dtypes(tmp_path: Path) -> None:
     np.save(tmp_path / "o.npy", np.array([1, "x"], dtype=object), allow_pickle=True)
     with pytest.raises(UnsafeFile, match="not a numeric array's"):
         load_array(tmp_path, "o.npy")
+
+
+FIXED_REFERENCE = """\
+import numpy as np
+
+N = 6
+FIXED_INPUTS = ["indices"]
+
+
+def get_inputs():
+    table = np.random.rand(N, 4).astype(np.float32)
+    indices = np.random.permutation(N).astype(np.int32)
+    return {"table": table, "indices": indices}
+
+
+def forward(table, indices):
+    return {"rows": table[indices], "first": indices[:1]}
+"""
+
+
+def _reference(tmp_path: Path, source: str, seeds: list[int], fixed: list[Any]) -> dict[str, Any]:
+    (tmp_path / "reference.py").write_text(source)
+    for folder in ("data", "expected"):
+        (tmp_path / folder).mkdir()
+    request = {
+        "reference": str(tmp_path / "reference.py"),
+        "overrides": {},
+        "seeds": seeds,
+        "data_dir": str(tmp_path / "data"),
+        "expected_dir": str(tmp_path / "expected"),
+        "fixed_inputs": fixed,
+    }
+    return reference_phase(request)
+
+
+def test_fixed_inputs_are_drawn_once_under_the_fixed_seed_and_shared_by_every_seed(
+    tmp_path: Path,
+) -> None:
+    """The NumPy reference phase (NKI tasks); the Triton one shares FixedInputs."""
+    result = _reference(tmp_path, FIXED_REFERENCE, [1, 2, 3], ["indices"])
+    assert result["ok"], result
+    manifest = check_manifest(result, [1, 2, 3])
+    inputs = {
+        seed: [restore(s, tmp_path / "data" / f"seed_{seed}") for s in entry["inputs"]]
+        for seed, entry in manifest.items()
+    }
+    np.random.seed(FIXED_SEED)
+    np.random.rand(6, 4)
+    fixed = np.random.permutation(6).astype(np.int32)
+    for seed in ("1", "2", "3"):
+        assert np.array_equal(inputs[seed][1], fixed)
+        assert manifest[seed]["input_names"] == ["table", "indices"]
+        assert manifest[seed]["output_names"] == ["rows", "first"]
+    assert not np.array_equal(inputs["1"][0], inputs["2"][0])  # the rest is drawn per seed
+
+
+@pytest.mark.parametrize(
+    ("change", "fixed", "said"),
+    [
+        ("", ["offsets"], "FIXED_INPUTS: 'offsets' is no input of get_inputs() (table, indices)"),
+        ("", [2], "FIXED_INPUTS: 2 is no input"),
+        (
+            "np.random.permutation(N)",
+            "np.arange(np.random.randint(1, 1000))",
+            "FIXED_INPUTS: input indices has shape",
+        ),
+    ],
+)
+def test_a_fixed_input_that_is_not_one_or_changes_shape_is_the_tasks_error(
+    tmp_path: Path, change: str, fixed: Any, said: str
+) -> None:
+    source = FIXED_REFERENCE
+    if change:
+        source, fixed = source.replace(change, fixed), ["indices"]
+    result = _reference(tmp_path, source, [1, 2], fixed)
+    assert not result["ok"]
+    assert result["kind"] == "task"
+    assert said in result["message"], result["message"]

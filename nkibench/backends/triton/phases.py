@@ -54,7 +54,7 @@ from nkibench.backends.triton.timing import Timer, TimingPlan
 from nkibench.backends.triton.torch_guard import guarded, warm_up
 from nkibench.sandbox.arrays import restore, save_array, value_spec
 from nkibench.sandbox.kernel import load_phase_kernel, run_error
-from nkibench.sandbox.reference import get_inputs, load_reference, names_of
+from nkibench.sandbox.reference import FixedInputs, fixed_positions, load_reference, names_of
 from nkibench.sandbox.values import call, named, ordered, takes_names
 
 __all__ = [
@@ -123,14 +123,14 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "kind": "task", "message": f"{path.name}: {type(e).__name__}: {e}"}
     device = _device()
     seeds: dict[str, Any] = {}
+    fixed = FixedInputs(request.get("fixed_inputs", []), torch.manual_seed)
     for seed in request["seeds"]:
         folder = Path(request["data_dir"]) / f"seed_{seed}"
         folder.mkdir(parents=True, exist_ok=True)
         hidden = Path(request["expected_dir"]) / f"seed_{seed}"
         hidden.mkdir(parents=True, exist_ok=True)
         try:
-            torch.manual_seed(seed)
-            inputs, names = get_inputs(module)
+            inputs, names = fixed.draw(module, seed)
             started = time.perf_counter()
             with torch.no_grad():
                 moved = [upcast(x).to(device) if is_tensor(x) else x for x in inputs]
@@ -309,15 +309,16 @@ def _into(home: list[Any] | None, values: list[Any]) -> list[Any]:
     return home
 
 
-def _perturb(buffers: list[Any], pool: list[list[Any]], i: int) -> None:
+def _perturb(buffers: list[Any], pool: list[list[Any]], i: int, fixed: list[int]) -> None:
     """Fresh content in the timed buffers before run i: fresh set i mod K, every element
     scaled by its own random factor in [1, 1 + 2^-4) (signs and magnitudes kept), so that no
-    content comes back, wherever a cache looks. (A first version scaled by a factor that
-    repeated every 97 runs; on the H100 a cache keyed by two elements survived it.)"""
-    for buffer, value in zip(buffers, pool[i % len(pool)], strict=True):
+    content comes back, wherever a cache looks; the inputs FIXED_INPUTS marks (`fixed`) stay
+    as the reference drew them. (A first version scaled by a factor that repeated every 97
+    runs; on the H100 a cache keyed by two elements survived it.)"""
+    for position, (buffer, value) in enumerate(zip(buffers, pool[i % len(pool)], strict=True)):
         if is_tensor(buffer):
             buffer.copy_(value)
-            if buffer.dtype in PERTURBED:
+            if buffer.dtype in PERTURBED and position not in fixed:
                 buffer.mul_(1.0 + torch.rand_like(buffer) * 0.0625)
 
 
@@ -395,11 +396,12 @@ def _reverify(
     rotated: dict[str, float],
 ) -> dict[str, Any]:
     pool = [_arguments(request, s, "cuda", fresh=True) for s in request["fresh_seeds"]]
+    fixed = fixed_positions(request.get("fixed_inputs", []), kernel.input_names, len(buffers))
     # few runs: a kernel that keeps a result per input it saw grows by one output a run
     short = Timer(timer.device, REVERIFY_PLAN)
     try:
         fresh = short.measure(
-            lambda _i: kernel.call(buffers), before=lambda i: _perturb(buffers, pool, i)
+            lambda _i: kernel.call(buffers), before=lambda i: _perturb(buffers, pool, i, fixed)
         )
     except torch.cuda.OutOfMemoryError as e:
         raise Cheat(

@@ -130,3 +130,10 @@ def test_float8_boolean_integer_and_scalar_values_cross_the_phases(
     assert "output kept: 8 of 8 element(s) off by more than atol 0 and rtol 0" in (
         wrong.message or ""
     )
+
+
+def test_an_index_input_fixed_across_seeds(triton_backend: TritonBackend) -> None:
+    task = load_task(FORMAT / "gather_rows")
+    assert task.fixed_inputs == ("indices",)
+    result = check_kernel(task, backend=triton_backend)
+    assert result.correct, f"{result.error_kind}: {result.message}"
