@@ -192,6 +192,7 @@ class Session:
             "task_dir": str(self.task_dir),
             "overrides": self.task.overrides(self.shapes),
             "seeds": list(self.seeds),
+            "fixed_inputs": list(self.task.fixed_inputs),
         }
 
     def folder(self, name: str) -> Path:
@@ -322,6 +323,7 @@ class Session:
             "manifest": inputs.manifest,
             "output_counts": {str(s): ran[str(s)]["outputs"] for s in chosen},
             "rel_tol": self.task.rel_tol,
+            "outputs": {key: t.to_json() for key, t in self.task.outputs.items()},
             "transform": self.transforms_outputs,
             "count_unwritten": self.backend.sentinel_outputs,
         }

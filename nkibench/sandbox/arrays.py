@@ -19,6 +19,7 @@ import ml_dtypes
 import numpy as np
 
 from nkibench.sandbox.readback import MissingFile, UnsafeFile, open_beneath, read_beneath
+from nkibench.sandbox.values import listed
 
 __all__ = [
     "ARRAY_LIMIT",
@@ -114,8 +115,3 @@ def restore(spec: dict[str, Any], folder: Path) -> Any:
     if spec["kind"] == "array":
         return load_array(folder.parent, f"{folder.name}/{spec['file']}")
     return spec["value"]
-
-
-def listed(value: Any) -> list[Any]:
-    """A function's result as a list of values (one value, or a tuple or list of them)."""
-    return list(value) if isinstance(value, tuple | list) else [value]

@@ -1,8 +1,9 @@
 """The comparison phase, inside a sandboxed child that never ran the kernel: the kernel's outputs
 are read as data (regular files beneath the output folder, no link followed, each no larger than
 its expected output could make it: nkibench.sandbox.arrays), the task's output transform applied
-(AccelOpt's transform_nki_outputs, for dialects that have one), then the relative-L2 rule per
-seed, stopping at the first seed that fails. Where the backend fills new outputs with nkisim's
+(AccelOpt's transform_nki_outputs, for dialects that have one), then each output judged under
+its tolerance (the task's relative L2, or task.toml's `[outputs.<name>]`) per seed, stopping at
+the first seed that fails. Where the backend fills new outputs with nkisim's
 sentinel, the elements never written are counted here too."""
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from nkibench.nkisim.dtypes import never_written
-from nkibench.policy.correctness import compare_outputs
+from nkibench.policy.correctness import compare_outputs, unknown_outputs
+from nkibench.policy.tolerance import Tolerance
 from nkibench.sandbox.arrays import load_array, restore
 from nkibench.sandbox.readback import UnsafeFile
 from nkibench.sandbox.reference import reference_module
@@ -49,6 +51,9 @@ def compare_phase(request: dict[str, Any]) -> dict[str, Any]:
     module = reference_module(request) if request.get("transform", True) else None
     transform = getattr(module, "transform_nki_outputs", None)
     hidden, outputs = Path(request["expected_dir"]), Path(request["out_dir"])
+    tolerances = {
+        key: Tolerance.from_json(value) for key, value in request.get("outputs", {}).items()
+    }
     seeds: dict[str, Any] = {}
     for seed in request["seeds"]:
         manifest = request["manifest"][str(seed)]
@@ -68,7 +73,16 @@ def compare_phase(request: dict[str, Any]) -> dict[str, Any]:
                     f"transform_nki_outputs failed on the kernel's outputs: {type(e).__name__}: {e}"
                 )
                 break
-        comparison = compare_outputs(result, reference, request["rel_tol"])
+        names = manifest.get("output_names")
+        unknown = unknown_outputs(tolerances, names, len(expected))
+        if unknown:
+            return {
+                "ok": False,
+                "kind": "task",
+                "message": f"task.toml: [outputs.{unknown[0]}]: the reference has no such output "
+                f"(its outputs: {', '.join(names or [str(i) for i in range(len(expected))])})",
+            }
+        comparison = compare_outputs(result, reference, request["rel_tol"], names, tolerances)
         seeds[str(seed)] = {
             "correct": comparison.correct,
             "max_rel_l2": comparison.max_rel_l2,

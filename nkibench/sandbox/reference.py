@@ -8,8 +8,10 @@ Runs only inside a sandboxed child: reference code is the user's, and may be slo
 from __future__ import annotations
 
 import ast
+import copy
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -20,9 +22,20 @@ from nkibench.dtypes import as_dtype
 from nkibench.errors import TaskError
 from nkibench.policy.flop_count import compulsory_bytes, count_forward
 from nkibench.sandbox.arrays import listed, value_spec
+from nkibench.sandbox.values import call, named
 from nkibench.task.safe_eval import module_bindings
 
-__all__ = ["TaskCodeFailed", "load_reference", "reference_module", "reference_phase"]
+__all__ = [
+    "FIXED_SEED",
+    "FixedInputs",
+    "TaskCodeFailed",
+    "fixed_positions",
+    "get_inputs",
+    "load_reference",
+    "names_of",
+    "reference_module",
+    "reference_phase",
+]
 
 
 def _override(tree: ast.Module, overrides: dict[str, Any], path: Path) -> None:
@@ -109,42 +122,121 @@ def _check_dtypes(kernel_inputs: list[Any]) -> None:
                 ) from None
 
 
+def get_inputs(module: ModuleType) -> tuple[list[Any], list[str] | None]:
+    """get_inputs()'s values and, when it returns a dict, their names."""
+    inputs = module.get_inputs()
+    if not isinstance(inputs, list | tuple | dict):
+        raise TypeError(f"get_inputs() returned a {type(inputs).__name__}, not a list or a dict")
+    return named(inputs, "get_inputs()'s result")
+
+
+FIXED_SEED = 0
+"""The seed FIXED_INPUTS are drawn under (once per phase, before each seed's own draw)."""
+
+
+def fixed_positions(
+    declared: Sequence[str | int], names: list[str] | None, count: int
+) -> list[int]:
+    """FIXED_INPUTS' entries as positions of get_inputs()'s values (names or positions)."""
+    positions = []
+    for item in declared:
+        if isinstance(item, int) and 0 <= item < count:
+            positions.append(item)
+        elif isinstance(item, str) and names is not None and item in names:
+            positions.append(names.index(item))
+        else:
+            given = ", ".join(names) if names is not None else f"{count} positional"
+            raise TypeError(f"FIXED_INPUTS: {item!r} is no input of get_inputs() ({given})")
+    return positions
+
+
+def _described(value: Any) -> str:
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is None:
+        return type(value).__name__
+    return f"shape {list(shape)} and dtype {dtype}"
+
+
+class FixedInputs:
+    """The inputs reference.py's FIXED_INPUTS marks (by name or position): drawn once, by
+    get_inputs() under FIXED_SEED, and put in place of the same inputs of every seed's draw,
+    which must have their shape and dtype (their shape may not depend on the seed)."""
+
+    def __init__(self, declared: Sequence[str | int], reseed: Callable[[int], Any]) -> None:
+        self.declared = list(declared)
+        self.reseed = reseed
+        self.drawn: dict[int, Any] | None = None
+
+    def draw(self, module: ModuleType, seed: int) -> tuple[list[Any], list[str] | None]:
+        """get_inputs() under `seed`, the fixed inputs in place."""
+        if self.declared and self.drawn is None:
+            self.reseed(FIXED_SEED)
+            values, names = get_inputs(module)
+            positions = fixed_positions(self.declared, names, len(values))
+            self.drawn = {p: values[p] for p in positions}
+        self.reseed(seed)
+        values, names = get_inputs(module)
+        for position, fixed in (self.drawn or {}).items():
+            if position >= len(values):
+                raise TypeError(f"FIXED_INPUTS: seed {seed}'s draw has no input {position}")
+            if _described(values[position]) != _described(fixed):
+                label = names[position] if names else position
+                raise TypeError(
+                    f"FIXED_INPUTS: input {label} has {_described(values[position])} in seed "
+                    f"{seed}'s draw but {_described(fixed)} in the fixed draw (a fixed input's "
+                    "shape may not depend on the seed)"
+                )
+            values[position] = copy.deepcopy(fixed)  # forward() may not change it for others
+        return values, names
+
+
+def names_of(inputs: list[str] | None, outputs: list[str] | None) -> dict[str, list[str]]:
+    """The manifest's names of a seed's inputs and expected outputs, where they have them."""
+    found = {"input_names": inputs, "output_names": outputs}
+    return {key: names for key, names in found.items() if names is not None}
+
+
 def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
-    """get_inputs() under np.random.seed(seed) and forward() per seed, with AccelOpt's optional
+    """get_inputs() under np.random.seed(seed) (FIXED_INPUTS drawn once under FIXED_SEED) and
+    forward() per seed, with AccelOpt's optional
     transform_to_nki_inputs; both saved, with the work counted once when asked."""
     path = request["reference"]
     module = reference_module(request)
     data, expected_dir = Path(request["data_dir"]), Path(request["expected_dir"])
     seeds: dict[str, Any] = {}
     work: dict[str, Any] | None = None
+    fixed = FixedInputs(request.get("fixed_inputs", []), np.random.seed)
     for seed in request["seeds"]:
         folder = data / f"seed_{seed}"
         folder.mkdir()
         hidden = expected_dir / f"seed_{seed}"
         hidden.mkdir()
         try:
-            np.random.seed(seed)
-            inputs = module.get_inputs()
-            if not isinstance(inputs, list | tuple):
-                raise TypeError(f"get_inputs() returned a {type(inputs).__name__}, not a list")
+            inputs, names = fixed.draw(module, seed)
             started = time.perf_counter()
-            expected = module.forward(
-                *[np.copy(x) if isinstance(x, np.ndarray) else x for x in inputs]
+            expected, output_names = named(
+                call(
+                    module.forward,
+                    [np.copy(x) if isinstance(x, np.ndarray) else x for x in inputs],
+                    names,
+                ),
+                "forward()'s result",
             )
             forward_s = time.perf_counter() - started
             transform = getattr(module, "transform_to_nki_inputs", None)
             kernel_inputs = listed(transform(list(inputs))) if transform else list(inputs)
             _check_dtypes(kernel_inputs)
             if request.get("count_work") and work is None:
-                work = _count_work(module, list(inputs), kernel_inputs, listed(expected))
+                work = _count_work(module, list(inputs), kernel_inputs, expected)
             seeds[str(seed)] = {
                 "inputs": [
                     value_spec(v, folder, f"input_{i}") for i, v in enumerate(kernel_inputs)
                 ],
                 "expected": [
-                    value_spec(v, hidden, f"expected_{i}") for i, v in enumerate(listed(expected))
+                    value_spec(v, hidden, f"expected_{i}") for i, v in enumerate(expected)
                 ],
                 "forward_s": forward_s,
+                **names_of(names if not transform else None, output_names),
             }
         except Exception as e:
             return _reference_error(e, path)

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from nkibench.errors import ERROR_KINDS
+from nkibench.sandbox.values import NAME
 
 __all__ = [
     "MalformedResult",
@@ -99,9 +100,21 @@ def _value_spec(spec: Any, where: str) -> None:
     _need(isinstance(spec.get("dtype"), str) and len(spec["dtype"]) <= 32, f"{where}: no dtype")
 
 
+def _names(names: Any, count: int, where: str) -> None:
+    """Names of a seed's inputs or outputs: one per value, each a distinct identifier."""
+    _need(
+        isinstance(names, list)
+        and len(names) == count
+        and all(isinstance(n, str) and NAME.fullmatch(n) for n in names)
+        and len(set(names)) == count,
+        f"{where}: not one distinct name (an identifier) per value",
+    )
+
+
 def check_manifest(result: dict[str, Any], seeds: Iterable[int]) -> dict[str, Any]:
     """A reference phase's per-seed inputs and expected outputs, each a value the other phases
-    can read back (nkibench.sandbox.arrays.value_spec), and its forward time."""
+    can read back (nkibench.sandbox.arrays.value_spec), their names where they are named
+    (nkibench.sandbox.values), and its forward time."""
     entries = _seeds(result, seeds)
     for seed, entry in entries.items():
         for key in ("inputs", "expected"):
@@ -109,6 +122,9 @@ def check_manifest(result: dict[str, Any], seeds: Iterable[int]) -> dict[str, An
             _need(isinstance(values, list) and len(values) <= MAX_OUTPUTS, f"seed {seed}: {key}")
             for i, spec in enumerate(values):
                 _value_spec(spec, f"seed {seed}: {key} {i}")
+        for key, counted in (("input_names", "inputs"), ("output_names", "expected")):
+            if key in entry:
+                _names(entry[key], len(entry[counted]), f"seed {seed}: {key}")
         _need(_number(entry.get("forward_s", 0.0)), f"seed {seed}: forward_s")
     return entries
 

@@ -31,6 +31,7 @@ __all__ = [
     "TASK_FILES",
     "TASK_NAME",
     "TOML_FILE",
+    "VALUE_NAME",
     "folder_hash",
     "name_problem",
     "read_task_files",
@@ -41,9 +42,14 @@ TASK_FILES = (KERNEL_FILE, REFERENCE_FILE, TOML_FILE)
 FILE_LIMITS = {KERNEL_FILE: 256 * 1024, REFERENCE_FILE: 256 * 1024, TOML_FILE: 64 * 1024}
 """Bytes a task file may hold: 40x the largest suite file, and about 120 MB of parser memory
 at most (a 5 MB kernel.py took 2.26 GB and 35 s to parse inside the daemon)."""
-TASK_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
+TASK_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}")
 """A task name (fullmatch): ASCII letters, digits, `_`, `-` and `.`, not leading (no `..`,
-no hidden file), at most 64 characters. It names folders of the daemon's state."""
+no hidden file), at most 128 characters (FlashInfer-Bench's definition and solution names
+run to 118). It names folders of the daemon's state (a path component: 255 bytes at most)."""
+
+VALUE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+"""An input's or output's name (fullmatch): a Python identifier of at most 128 characters
+(get_inputs()'s and forward()'s dict keys, task.toml's `[outputs.<name>]`)."""
 
 
 def name_problem(name: str) -> str | None:
@@ -51,7 +57,7 @@ def name_problem(name: str) -> str | None:
     if TASK_NAME.fullmatch(name):
         return None
     return (
-        f"{name!r} is not a task name: use at most 64 ASCII letters, digits, `_`, `-` and `.` "
+        f"{name!r} is not a task name: use at most 128 ASCII letters, digits, `_`, `-` and `.` "
         "(not leading)"
     )
 

@@ -17,6 +17,11 @@ the roofline's counts):
     <task>/reference.py   module-level shape constants, get_inputs() returning torch tensors
                           (torch.manual_seed is set per seed), forward(*inputs) in PyTorch
 
+Either kind may name its inputs and outputs (get_inputs() and forward() returning dicts,
+nkibench.sandbox.values), declare an output's dtype and tolerance (task.toml's
+`[outputs.<name>]`, nkibench.policy.tolerance) and mark inputs fixed across seeds
+(reference.py's FIXED_INPUTS, a literal list read here).
+
 Loading never runs the task's code: it parses it. Everything wrong is reported as a
 TaskError naming the file and the problem. Reading the folder is bounded and symlink-safe
 (nkibench.task.files); task.toml is validated key by key (nkibench.task.toml).
@@ -35,10 +40,12 @@ from typing import Any
 from nkibench.backends import DEFAULT_BACKEND, backend_info, dialect_of_backend
 from nkibench.dialects import NKI_LEGACY, detect_dialect, get_dialect
 from nkibench.errors import TaskError
+from nkibench.policy.tolerance import Tolerance
 from nkibench.task.files import (
     KERNEL_FILE,
     REFERENCE_FILE,
     TOML_FILE,
+    VALUE_NAME,
     folder_hash,
     name_problem,
     read_task_files,
@@ -95,6 +102,12 @@ class TaskSpec:
     allow_torch_compute: bool = False
     """A Triton task whose run() may compute with PyTorch (by default torch only allocates,
     views and queries tensors there, and every computation runs in Triton kernels)."""
+    outputs: dict[str, Tolerance] = field(default_factory=dict)
+    """task.toml's `[outputs.<name>]`: an output's dtype and tolerance, by its name or position
+    (nkibench.policy.tolerance); the others are held to `rel_tol`."""
+    fixed_inputs: tuple[str | int, ...] = ()
+    """reference.py's FIXED_INPUTS: the inputs (by name or position) drawn once, under a fixed
+    seed, and the same in every seed's inputs (index arrays, page tables)."""
     content_hash: str = ""
     dialect: str = NKI_LEGACY.name
     """The kernel language (nkibench.dialects): from kernel.py's imports, or task.toml's
@@ -218,6 +231,46 @@ def _check_reference(path: Path, tree: ast.Module) -> None:
             raise TaskError(f"{path}: `{optional}` must be a function")
 
 
+FIXED_INPUTS = "FIXED_INPUTS"
+MAX_FIXED = 1024
+
+
+def _fixed_inputs(path: Path, tree: ast.Module) -> tuple[str | int, ...]:
+    """reference.py's FIXED_INPUTS: a literal list (or tuple) of input names (get_inputs()
+    returning a dict) or positions (a list), read without running the module."""
+    found: tuple[str | int, ...] = ()
+    for statement in tree.body:
+        if FIXED_INPUTS not in module_bindings(statement):
+            continue
+        where = f"{path} line {statement.lineno}: {FIXED_INPUTS}"
+        if not (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
+            raise TaskError(f"{where}: assign it alone: FIXED_INPUTS = ['name', ...]")
+        try:
+            value = ast.literal_eval(statement.value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            value = None
+        if not (
+            isinstance(value, list | tuple)
+            and len(value) <= MAX_FIXED
+            and all(
+                (isinstance(v, str) and VALUE_NAME.fullmatch(v))
+                or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+                for v in value
+            )
+            and len(set(value)) == len(value)
+        ):
+            raise TaskError(
+                f"{where}: must be a literal list of distinct input names (identifiers, as "
+                "get_inputs()'s dict names them) or positions (0, 1, ...)"
+            )
+        found = tuple(value)
+    return found
+
+
 def _task_dialect(folder: Path, kernel_tree: ast.Module, settings: dict[str, Any]) -> str:
     """The task's dialect (task.toml's `dialect` wins over kernel.py's imports), which its
     backend must run."""
@@ -257,6 +310,7 @@ def load_task(
     kernel_source, kernel_tree = parse_source(folder / KERNEL_FILE, files[KERNEL_FILE])
     reference_source, reference_tree = parse_source(folder / REFERENCE_FILE, files[REFERENCE_FILE])
     _check_reference(folder / REFERENCE_FILE, reference_tree)
+    fixed_inputs = _fixed_inputs(folder / REFERENCE_FILE, reference_tree)
     constants = module_constants(reference_tree)
     settings = (
         read_toml(folder / TOML_FILE, files[TOML_FILE], reference_tree)
@@ -286,5 +340,6 @@ def load_task(
         constants=constants,
         content_hash=folder_hash(files),
         dialect=dialect,
+        fixed_inputs=fixed_inputs,
         **settings,
     )

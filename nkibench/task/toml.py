@@ -23,7 +23,8 @@ from nkibench.backends import (
 )
 from nkibench.dialects import DIALECTS, get_dialect
 from nkibench.errors import TaskError
-from nkibench.task.files import name_problem
+from nkibench.policy.tolerance import OUTPUT_DTYPES, Tolerance
+from nkibench.task.files import VALUE_NAME, name_problem
 from nkibench.task.safe_eval import Number, UnsafeExpression, evaluate, module_constants
 
 __all__ = [
@@ -68,7 +69,9 @@ _TOP_KEYS = (
     "limits",
     "tunables",
     "allow_torch_compute",
+    "outputs",
 )
+OUTPUT_KEYS = ("dtype", "rel_tol", "atol", "rtol", "matched_ratio")
 
 
 class _TomlReader:
@@ -135,6 +138,7 @@ class _TomlReader:
             if not (math.isfinite(self.out["weight"]) and self.out["weight"] > 0):
                 raise self.fail("weight", "must be a finite number > 0")
         self._correctness()
+        self._outputs(declared)
         self._shapes()
         self._roofline()
         self._limits()
@@ -169,6 +173,76 @@ class _TomlReader:
             ):
                 raise self.fail("correctness.seeds", "must be a non-empty list of integers")
             self.out["seeds"] = tuple(seeds)
+
+    def _outputs(self, declared: DeclaredDtype | None) -> None:
+        """`[outputs.<name>]` (or `[outputs.<position>]`): one output's dtype and tolerance,
+        resolved here (nkibench.policy.tolerance): its own rel_tol; else, with atol and rtol,
+        the per-element rule alone; else its dtype's default (exact for integers and booleans,
+        the backend's table for floats); else the task's rel_tol."""
+        outputs: dict[str, Tolerance] = {}
+        for name, table in self.table("outputs").items():
+            where = f"[outputs.{name}]"
+            if VALUE_NAME.fullmatch(name) is None and not (name.isdigit() and len(name) <= 4):
+                raise self.fail(
+                    where,
+                    "name an output as forward() does (a Python identifier) or by its "
+                    "position (0, 1, ...)",
+                )
+            if not isinstance(table, dict):
+                raise self.fail(where, f"must be a table of {', '.join(OUTPUT_KEYS)}")
+            unknown = sorted(set(table) - set(OUTPUT_KEYS))
+            if unknown:
+                raise self.fail(where, f"unknown key(s) {', '.join(unknown)}")
+            outputs[name] = self._output(f"outputs.{name}", table, declared)
+        self.out["outputs"] = outputs
+
+    def _output(
+        self, where: str, table: dict[str, Any], declared: DeclaredDtype | None
+    ) -> Tolerance:
+        dtype = table.get("dtype")
+        if dtype is not None and dtype not in OUTPUT_DTYPES:
+            raise self.fail(f"{where}.dtype", f"must be one of {', '.join(OUTPUT_DTYPES)}")
+        bounds: dict[str, float] = {}
+        for key in ("rel_tol", "atol", "rtol", "matched_ratio"):
+            if key in table:
+                bounds[key] = self.number(f"{where}.{key}", table[key])
+                if not (math.isfinite(bounds[key]) and bounds[key] >= 0):
+                    raise self.fail(f"{where}.{key}", "must be a finite number ≥ 0")
+        if "rel_tol" in bounds and not 0 < bounds["rel_tol"] < 1:
+            raise self.fail(f"{where}.rel_tol", "must be between 0 and 1")
+        if "matched_ratio" in bounds and not 0 < bounds["matched_ratio"] <= 1:
+            raise self.fail(f"{where}.matched_ratio", "must be > 0 and ≤ 1")
+        elementwise = "atol" in bounds or "rtol" in bounds
+        if elementwise and not ("atol" in bounds and "rtol" in bounds):
+            raise self.fail(
+                f"[{where}]",
+                "atol and rtol go together (an element fails when it is off by more than both)",
+            )
+        if "matched_ratio" in bounds and not elementwise:
+            raise self.fail(f"{where}.matched_ratio", "applies to atol and rtol: give them too")
+        rel_tol: float | None
+        if "rel_tol" in bounds:
+            rel_tol = bounds["rel_tol"]
+        elif elementwise:
+            rel_tol = None
+        elif dtype is not None and OUTPUT_DTYPES[dtype] == "int":
+            return Tolerance(None, 0.0, 0.0, 1.0, dtype)  # integers and booleans: exact
+        elif dtype is not None and declared is not None:
+            if dtype not in declared.rel_tol:
+                raise self.fail(
+                    f"[{where}]",
+                    f"no default tolerance for {dtype} outputs: give rel_tol, or atol and rtol",
+                )
+            rel_tol = declared.rel_tol[dtype]
+        else:
+            rel_tol = self.out.get("rel_tol", DEFAULT_REL_TOL)
+        return Tolerance(
+            rel_tol,
+            bounds.get("atol"),
+            bounds.get("rtol"),
+            bounds.get("matched_ratio", 1.0),
+            dtype,
+        )
 
     def _shapes(self) -> None:
         shape_sets: dict[str, dict[str, Number]] = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from nkibench.benchmarks.nki import suite_tasks
 from nkibench.dialects import check_target, needs_port
 from nkibench.errors import TaskError
+from nkibench.policy.tolerance import Tolerance
 from nkibench.sandbox.reference import load_reference
 from nkibench.suites import GPU_SUITE
 from nkibench.task.files import FILE_LIMITS, folder_hash, read_task_files
@@ -221,7 +223,7 @@ def test_a_triton_task_takes_its_defaults_from_its_dtype() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["../..", "../../library/silu", "a/b", ".hidden", "", "x" * 65, "naïve", "a b"]
+    "name", ["../..", "../../library/silu", "a/b", ".hidden", "", "x" * 129, "naïve", "a b"]
 )
 def test_a_task_name_that_is_no_plain_identifier_is_refused(tmp_path: Path, name: str) -> None:
     """A name becomes a folder of the daemon's state (`revisions/<hash>/<name>`): `../..`
@@ -232,7 +234,9 @@ def test_a_task_name_that_is_no_plain_identifier_is_refused(tmp_path: Path, name
 
 
 def test_plain_names_load_and_a_folder_name_is_held_to_the_same_rule(tmp_path: Path) -> None:
-    for name in ("rms_norm", "rms-norm.v2", "-x", "A9", "x" * 64):
+    # FlashInfer-Bench's definition + solution names run to 118 characters
+    fib = "gdn_prefill_qk4_v8_d128_k_last_pr3001_blackwell_narrow_short_fallback_submission_v26"
+    for name in ("rms_norm", "rms-norm.v2", "-x", "A9", "x" * 64, "x" * 128, fib):
         assert load_task(make_task(tmp_path, toml=f"name = {name!r}\n")).name == name
     odd = tmp_path / "my kernel"
     make_task(tmp_path).rename(odd)
@@ -518,3 +522,81 @@ def test_a_legacy_task_is_ported_only_where_legacy_cannot_run_and_current_can(
     dialect: str, target: str, runs: tuple[str, ...], port: bool
 ) -> None:
     assert needs_port(dialect, target, runs) is port
+
+
+# --- per-output dtypes and tolerances (issue 25, part 2) -------------------------------------
+
+
+def test_outputs_tables_resolve_each_outputs_tolerance(tmp_path: Path) -> None:
+    toml = (
+        "[correctness]\nrel_tol = 1e-4\n"
+        "[outputs.out]\nrtol = 1e-2\natol = 1e-2\nmatched_ratio = 0.95\n"
+        "[outputs.lse]\ndtype = 'float32'\nrel_tol = 1e-6\n"
+        "[outputs.indices]\ndtype = 'int64'\n"
+        "[outputs.1]\ndtype = 'bfloat16'\n"
+    )
+    outputs = load_task(make_task(tmp_path, toml=toml)).outputs
+    assert outputs["out"] == Tolerance(None, 1e-2, 1e-2, 0.95)  # the per-element rule alone
+    assert outputs["lse"] == Tolerance(1e-6, dtype="float32")
+    assert outputs["indices"] == Tolerance(None, 0.0, 0.0, dtype="int64")  # exact
+    assert outputs["1"] == Tolerance(1e-4, dtype="bfloat16")  # nkisim: the task's rel_tol
+    rows = load_task(DATA / "format" / "scaled_rows")
+    assert rows.rel_tol == 2e-2  # bfloat16's, the task's dtype
+    assert rows.outputs["row_sum"] == Tolerance(1e-3, dtype="float32")  # float32's
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[outputs.lse]\ndtype = 'float64'", r"outputs.lse.dtype: must be one of float32"),
+        ("[outputs.lse]\nrel_tol = 2", r"outputs.lse.rel_tol: must be between 0 and 1"),
+        ("[outputs.lse]\natol = -1\nrtol = 0", r"outputs.lse.atol: must be a finite number ≥ 0"),
+        ("[outputs.lse]\natol = 1e-2", r"\[outputs.lse\]: atol and rtol go together"),
+        ("[outputs.lse]\nmatched_ratio = 0.9", r"outputs.lse.matched_ratio: applies to atol"),
+        ("[outputs.lse]\nrtol = 0\natol = 0\nmatched_ratio = 0", r"must be > 0 and ≤ 1"),
+        ("[outputs.lse]\nslack = 1", r"\[outputs.lse\]: unknown key\(s\) slack"),
+        ("[outputs.lse]\nrel_tol = 'tight'", r"outputs.lse.rel_tol: must be a number"),
+        ("[outputs.'a-b']\nrel_tol = 1e-3", r"\[outputs.a-b\]: name an output as forward"),
+        ("outputs = 3", r"outputs: must be a table"),
+        ("[outputs]\nlse = 3", r"\[outputs.lse\]: must be a table of dtype"),
+    ],
+)
+def test_a_broken_outputs_table_is_named_by_file_and_key(
+    tmp_path: Path, toml: str, message: str
+) -> None:
+    with pytest.raises(TaskError, match=r"task.toml: .*" + message):
+        load_task(make_task(tmp_path, toml=toml))
+
+
+def test_a_triton_float8_output_needs_its_own_tolerance(tmp_path: Path) -> None:
+    folder = tmp_path / "rows"
+    shutil.copytree(DATA / "format" / "scaled_rows", folder)
+    with (folder / "task.toml").open("a") as toml:
+        toml.write("\n[outputs.out]\ndtype = 'float8_e4m3fn'\n")
+    with pytest.raises(TaskError, match=r"\[outputs.out\]: no default tolerance for float8_e4m3fn"):
+        load_task(folder)
+
+
+@pytest.mark.parametrize(
+    ("line", "found"),
+    [
+        ("FIXED_INPUTS = ['indices', 'indptr']", ("indices", "indptr")),
+        ("FIXED_INPUTS = (1,)", (1,)),
+        ("FIXED_INPUTS = 'indices'", "must be a literal list of distinct input names"),
+        ("FIXED_INPUTS = [1.5]", "must be a literal list"),
+        ("FIXED_INPUTS = ['a', 'a']", "must be a literal list"),
+        ("FIXED_INPUTS = ['a-b']", "must be a literal list"),
+        ("FIXED_INPUTS = [N]", "must be a literal list"),
+        ("FIXED_INPUTS, X = ['a'], 1", "assign it alone"),
+    ],
+)
+def test_fixed_inputs_are_read_from_reference_py_without_running_it(
+    tmp_path: Path, line: str, found: object
+) -> None:
+    folder = make_task(tmp_path, reference=REFERENCE + "\n" + line + "\n")
+    if isinstance(found, tuple):
+        assert load_task(folder).fixed_inputs == found
+        return
+    said = r"reference.py line \d+: FIXED_INPUTS: " + re.escape(str(found))
+    with pytest.raises(TaskError, match=said):
+        load_task(folder)

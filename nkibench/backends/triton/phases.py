@@ -52,9 +52,10 @@ from nkibench.backends.triton.launches import (
 from nkibench.backends.triton.tensors import is_tensor, to_numpy, to_torch, upcast
 from nkibench.backends.triton.timing import Timer, TimingPlan
 from nkibench.backends.triton.torch_guard import guarded, warm_up
-from nkibench.sandbox.arrays import listed, restore, save_array, value_spec
+from nkibench.sandbox.arrays import restore, save_array, value_spec
 from nkibench.sandbox.kernel import load_phase_kernel, run_error
-from nkibench.sandbox.reference import load_reference
+from nkibench.sandbox.reference import FixedInputs, fixed_positions, load_reference, names_of
+from nkibench.sandbox.values import call, named, ordered, takes_names
 
 __all__ = [
     "ceilings_phase",
@@ -64,6 +65,9 @@ __all__ = [
     "reference_phase",
 ]
 
+PERTURBED = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+"""The dtypes whose timed buffers get fresh content by scaling (integers, booleans and float8,
+which has no arithmetic on the GPU, are copied from the fresh sets only)."""
 REVERIFY_PLAN = TimingPlan(warmup_ms=5.0, block_ms=50.0, min_runs=10, max_runs=40)
 
 
@@ -119,20 +123,20 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "kind": "task", "message": f"{path.name}: {type(e).__name__}: {e}"}
     device = _device()
     seeds: dict[str, Any] = {}
+    fixed = FixedInputs(request.get("fixed_inputs", []), torch.manual_seed)
     for seed in request["seeds"]:
         folder = Path(request["data_dir"]) / f"seed_{seed}"
         folder.mkdir(parents=True, exist_ok=True)
         hidden = Path(request["expected_dir"]) / f"seed_{seed}"
         hidden.mkdir(parents=True, exist_ok=True)
         try:
-            torch.manual_seed(seed)
-            inputs = module.get_inputs()
-            if not isinstance(inputs, list | tuple):
-                raise TypeError(f"get_inputs() returned a {type(inputs).__name__}, not a list")
+            inputs, names = fixed.draw(module, seed)
             started = time.perf_counter()
             with torch.no_grad():
                 moved = [upcast(x).to(device) if is_tensor(x) else x for x in inputs]
-                expected = listed(module.forward(*moved))
+                expected, output_names = named(
+                    call(module.forward, moved, names), "forward()'s result"
+                )
             if device == "cuda":
                 torch.cuda.synchronize()
             forward_s = time.perf_counter() - started
@@ -140,6 +144,7 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
                 "inputs": [_spec(v, folder, f"input_{i}") for i, v in enumerate(inputs)],
                 "expected": [_spec(v, hidden, f"expected_{i}") for i, v in enumerate(expected)],
                 "forward_s": forward_s,
+                **names_of(names, output_names),
             }
         except Exception as e:
             return {
@@ -177,14 +182,29 @@ class Loaded:
         """Whether run() may only allocate, view and query with torch (the torch guard)."""
         self.records: list[RunRecord] = []
         """What each guarded run that returned launched, in order."""
+        self.input_names = _names(request, "input_names")
+        self.output_names = _names(request, "output_names")
+        self.by_name = takes_names(run, self.input_names)
+        """Whether run() takes the inputs by keyword (nkibench.sandbox.values)."""
+
+    def call(self, args: list[Any]) -> Any:
+        """run() on `args`, by keyword where it takes the inputs' names."""
+        return call(self.run, args, self.input_names, self.by_name)
 
     def guarded(self, args: list[Any]) -> Any:
-        """run(*args) with the torch-compute guard on (unless the task allows torch), its
+        """run() on `args` with the torch-compute guard on (unless the task allows torch), its
         Triton launches counted."""
         with guarded(self.guard_torch), counting() as record:
-            produced = self.run(*args)
+            produced = self.call(args)
         self.records.append(record)
         return produced
+
+
+def _names(request: dict[str, Any], key: str) -> list[str] | None:
+    """The inputs' or outputs' names in the manifest (the same for every seed), if named."""
+    entries = list(request["manifest"].values())
+    names = entries[0].get(key) if entries else None
+    return list(names) if isinstance(names, list) else None
 
 
 def _synchronised_nothing(device: Any = None) -> None:
@@ -224,7 +244,7 @@ def _checked_run(kernel: Loaded, args: list[Any], device: str) -> tuple[list[Any
         if torch.cuda.current_stream() != stream:
             raise Cheat("run() returned with another CUDA stream current: work escapes the timer")
         stream.synchronize()  # the timed stream only: a side stream's work is not waited for
-    outputs = listed(produced)
+    outputs = ordered(produced, kernel.output_names, "run()'s result")
     check_outputs(outputs)
     changed = inputs_changed(args, copies)
     if changed:
@@ -289,15 +309,16 @@ def _into(home: list[Any] | None, values: list[Any]) -> list[Any]:
     return home
 
 
-def _perturb(buffers: list[Any], pool: list[list[Any]], i: int) -> None:
+def _perturb(buffers: list[Any], pool: list[list[Any]], i: int, fixed: list[int]) -> None:
     """Fresh content in the timed buffers before run i: fresh set i mod K, every element
     scaled by its own random factor in [1, 1 + 2^-4) (signs and magnitudes kept), so that no
-    content comes back, wherever a cache looks. (A first version scaled by a factor that
-    repeated every 97 runs; on the H100 a cache keyed by two elements survived it.)"""
-    for buffer, value in zip(buffers, pool[i % len(pool)], strict=True):
+    content comes back, wherever a cache looks; the inputs FIXED_INPUTS marks (`fixed`) stay
+    as the reference drew them. (A first version scaled by a factor that repeated every 97
+    runs; on the H100 a cache keyed by two elements survived it.)"""
+    for position, (buffer, value) in enumerate(zip(buffers, pool[i % len(pool)], strict=True)):
         if is_tensor(buffer):
             buffer.copy_(value)
-            if buffer.is_floating_point():
+            if buffer.dtype in PERTURBED and position not in fixed:
                 buffer.mul_(1.0 + torch.rand_like(buffer) * 0.0625)
 
 
@@ -310,7 +331,7 @@ def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
     sets = [_arguments(request, s, device) for s in request["seeds"]]
     copies = [snapshot(args) for args in sets]
     try:
-        stats = timer.measure(lambda i: kernel.run(*sets[i % len(sets)]))
+        stats = timer.measure(lambda i: kernel.call(sets[i % len(sets)]))
         overhead = timer.launch_overhead_ms()
         # the runs that close the timing are watched too: a kernel that computes with
         # PyTorch once it has passed its checks is caught here (the timed runs themselves
@@ -346,7 +367,9 @@ def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
     if request.get("eager"):
         module = load_reference(Path(request["reference"]), request["overrides"])
         with torch.no_grad():
-            result["eager"] = timer.measure(lambda i: module.forward(*sets[i % len(sets)]))
+            result["eager"] = timer.measure(
+                lambda i: call(module.forward, sets[i % len(sets)], kernel.input_names)
+            )
     if request.get("fresh_seeds"):
         try:
             result["fresh"] = _reverify(request, kernel, timer, buffers=sets[0], rotated=stats)
@@ -373,11 +396,12 @@ def _reverify(
     rotated: dict[str, float],
 ) -> dict[str, Any]:
     pool = [_arguments(request, s, "cuda", fresh=True) for s in request["fresh_seeds"]]
+    fixed = fixed_positions(request.get("fixed_inputs", []), kernel.input_names, len(buffers))
     # few runs: a kernel that keeps a result per input it saw grows by one output a run
     short = Timer(timer.device, REVERIFY_PLAN)
     try:
         fresh = short.measure(
-            lambda _i: kernel.run(*buffers), before=lambda i: _perturb(buffers, pool, i)
+            lambda _i: kernel.call(buffers), before=lambda i: _perturb(buffers, pool, i, fixed)
         )
     except torch.cuda.OutOfMemoryError as e:
         raise Cheat(

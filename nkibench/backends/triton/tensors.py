@@ -1,8 +1,8 @@
 """Tensors between the sandboxed phases and PyTorch (child side: imports torch).
 
 The phases exchange `.npy` files (nkibench.sandbox.arrays keeps bfloat16 as ml_dtypes.bfloat16);
-NumPy has no bfloat16 of its own and torch.from_numpy knows no ml_dtypes, so bfloat16 crosses
-as its 16 bits.
+NumPy has no bfloat16 or float8 of its own and torch.from_numpy knows no ml_dtypes, so they
+cross as their bits; integers, booleans and the other floats cross as themselves.
 """
 
 from __future__ import annotations
@@ -17,7 +17,11 @@ __all__ = ["is_tensor", "to_numpy", "to_torch", "upcast"]
 
 _BITS = {
     torch.bfloat16: (np.dtype(ml_dtypes.bfloat16), torch.int16, np.int16),
+    torch.float8_e4m3fn: (np.dtype(ml_dtypes.float8_e4m3fn), torch.uint8, np.uint8),
+    torch.float8_e5m2: (np.dtype(ml_dtypes.float8_e5m2), torch.uint8, np.uint8),
 }
+"""The dtypes NumPy lacks, crossing as their bits (torch's .numpy() refuses them)."""
+LOW_PRECISION = (torch.bfloat16, torch.float16, torch.float8_e4m3fn, torch.float8_e5m2)
 
 
 def is_tensor(value: Any) -> bool:
@@ -42,8 +46,8 @@ def to_torch(array: np.ndarray[Any, Any], device: str) -> torch.Tensor:
 
 
 def upcast(value: Any) -> Any:
-    """The reference's view of an input: bfloat16 and float16 tensors in float32 (a
+    """The reference's view of an input: bfloat16, float16 and float8 tensors in float32 (a
     higher-precision reference than the kernel's own arithmetic)."""
-    if isinstance(value, torch.Tensor) and value.dtype in (torch.bfloat16, torch.float16):
+    if isinstance(value, torch.Tensor) and value.dtype in LOW_PRECISION:
         return value.float()
     return value
