@@ -51,7 +51,7 @@ from nkibench.backends.triton.launches import (
 )
 from nkibench.backends.triton.tensors import is_tensor, to_numpy, to_torch, upcast
 from nkibench.backends.triton.timing import Timer, TimingPlan
-from nkibench.backends.triton.torch_guard import guarded, warm_up
+from nkibench.backends.triton.torch_guard import guard_tensor_text, guarded, warm_up
 from nkibench.sandbox.arrays import listed, restore, save_array, value_spec
 from nkibench.sandbox.kernel import load_phase_kernel, run_error
 from nkibench.sandbox.reference import load_reference
@@ -204,6 +204,7 @@ def _load(request: dict[str, Any]) -> tuple[Loaded | None, dict[str, Any] | None
     if _device() == "cuda":
         torch.cuda.init()  # type: ignore[no-untyped-call]  # torch rebinds attributes at start
     warm_up()
+    guard_tensor_text()
     modules = ModuleSnapshot()
     kernel, failure = load_phase_kernel({**request, "kernel_file": str(source_file)})
     if failure is not None:

@@ -4,6 +4,8 @@ tensors, and the modules the harness relies on must stay as they were."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 pytest.importorskip("torch")  # first: the module is skipped without torch
@@ -20,6 +22,7 @@ from nkibench.backends.triton.torch_guard import (
     ALLOWED_OPS,
     TorchCompute,
     TorchComputeGuard,
+    guard_tensor_text,
     trusted,
 )
 
@@ -66,6 +69,53 @@ def test_any_torch_compute_is_a_cheat_naming_the_op(compute: object, op: str) ->
     with pytest.raises(TorchCompute, match=expected) as caught, TorchComputeGuard():
         compute(x)  # type: ignore[operator]
     assert caught.value.kind == "cheat"
+
+
+def _catches_the_refusal(x: torch.Tensor) -> torch.Tensor:
+    """A run() that computes with torch where nothing watches, in Triton where a guard does."""
+    with contextlib.suppress(TorchCompute):
+        return torch.sigmoid(x)
+    return x.view(-1)
+
+
+def _raises_another_error(x: torch.Tensor) -> None:
+    try:
+        x.exp()
+    except Exception:
+        raise ValueError("something else") from None
+
+
+def test_a_refusal_caught_inside_run_stands() -> None:
+    """A kernel that catches the guard's refusal fails all the same: the first refusal is
+    raised again when the guard closes, whatever run() raised instead."""
+    x = torch.randn(4)
+    with pytest.raises(TorchCompute, match=r"aten\.sigmoid") as caught, TorchComputeGuard():
+        _catches_the_refusal(x)
+    assert caught.value.kind == "cheat"
+    with pytest.raises(TorchCompute, match=r"aten\.exp"), TorchComputeGuard():
+        _raises_another_error(x)
+    with TorchComputeGuard():  # a guard that refused nothing closes quietly
+        x.view(2, 2)
+
+
+def test_the_text_of_a_tensor_is_a_read_the_guard_refuses() -> None:
+    """torch prints a tensor with every dispatch mode off: its data as text (str, repr, an
+    f-string) would reach run() without an op the guard sees."""
+    x = torch.randn(3)
+    original = torch._tensor_str._str
+    try:
+        guard_tensor_text()
+        for read in (str, repr, lambda t: f"{t}"):
+            with (
+                pytest.raises(TorchCompute, match="read tensor data on the host as text"),
+                TorchComputeGuard(),
+            ):
+                read(x)
+        assert "tensor(" in repr(x)  # outside a guard, and within trusted(): the harness's
+        with TorchComputeGuard(), trusted():
+            assert "tensor(" in str(x)
+    finally:
+        setattr(torch._tensor_str, "_str", original)  # noqa: B010
 
 
 def test_the_harness_own_ops_are_trusted() -> None:
