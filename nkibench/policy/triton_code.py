@@ -209,6 +209,7 @@ ran, and a branch that never runs (a fallback for CPU tensors on a GPU host) com
 (Triton's own tensors share some of these names: the check leaves @triton.jit bodies
 alone.)"""
 UNSEEN_READ_HINT = (
-    "a Triton task's run() computes in @triton.jit kernels (or the task sets "
-    "allow_torch_compute = true in task.toml)"
+    "a Triton task's run() computes in @triton.jit kernels, and reads integer tensors on the "
+    "host only where the run-time guard sees it (`int(lengths[-1])`, `.item()`), or the task "
+    "sets allow_torch_compute = true in task.toml"
 )

@@ -82,6 +82,9 @@ FAMILIES = (
     "NumPy compute on the host",
     "Tensor.apply_",
     "read as text",
+    "by the content of an integer input",
+    "by an integer input, only once the checks are over",
+    "a floating-point input read as integers",
 )
 """The issues' exploit families (14, then 23, then 25): every one has at least one kernel."""
 PWNED = Path("/tmp/pwned")

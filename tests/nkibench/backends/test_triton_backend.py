@@ -155,6 +155,28 @@ def test_a_run_that_takes_a_torch_fallback_launches_nothing_and_is_not_correct(
         assert guarded.correct, f"{guarded.error_kind}: {guarded.message}"
 
 
+MASKED_ROWS = DATA / "adversarial" / "tasks" / "masked_rows"
+PLANNED = (MASKED_ROWS / "kernel.py").read_text().replace(
+    "    longest = int(lengths.max())\n",
+    "    plan = (int(lengths.max()), int(lengths.sum()))\n"
+    "    longest = PLANS.setdefault(plan, plan[0])\n",
+) + "\n\nPLANS = {}\n"
+
+
+def test_integer_inputs_may_be_read_on_the_host_and_what_depends_on_them_alone_kept(
+    triton_backend: TritonBackend,
+) -> None:
+    """A task with an integer input (a length per row): run() reads it on the host
+    (`int(lengths.max())`, to size its blocks), and may keep what depends on the integers
+    alone (a plan) across calls: the decoy run before each seed's checked run changes only
+    the floating-point data. (A result kept by them is caught: int_content_cache.)"""
+    task = load_task(MASKED_ROWS)
+    for source in (task.kernel_source, PLANNED):
+        result = check_kernel(task, backend=triton_backend, kernel_source=source)
+        assert result.correct, f"{result.error_kind}: {result.message}"
+    assert "PLANS.setdefault" in PLANNED
+
+
 AUTOTUNED = """\
 import torch
 import triton

@@ -5,6 +5,7 @@ tensors, and the modules the harness relies on must stay as they were."""
 from __future__ import annotations
 
 import contextlib
+import re
 
 import pytest
 
@@ -57,7 +58,6 @@ def test_allocation_views_and_queries_pass_the_guard() -> None:
         (torch.rsqrt, "aten.rsqrt"),
         (lambda x: torch.nn.functional.softmax(x, dim=-1), "aten._softmax"),
         (lambda x: torch.where(x > 0, x, 0.0), "aten.gt"),
-        (lambda x: float(x[0, 0]), "aten._local_scalar_dense"),
         (lambda x: x.to(torch.float16), "aten._to_copy"),
         (lambda x: torch.empty_like(x).copy_(x), "aten.copy_"),
         (lambda x: x.zero_(), "aten.zero_"),
@@ -69,6 +69,53 @@ def test_any_torch_compute_is_a_cheat_naming_the_op(compute: object, op: str) ->
     with pytest.raises(TorchCompute, match=expected) as caught, TorchComputeGuard():
         compute(x)  # type: ignore[operator]
     assert caught.value.kind == "cheat"
+
+
+def test_integer_data_may_be_read_on_the_host_beside_floating_point_inputs() -> None:
+    """Lengths and offsets: the scalar read and the full reductions to one integer, on
+    integer and bool tensors, where the inputs hold floating-point data."""
+    x = torch.randn(6, 8)
+    lengths = torch.tensor([3, 0, 8, 5, 8, 1], dtype=torch.int32)
+    mask = lengths > 2
+    with TorchComputeGuard([x, lengths]):
+        read = (int(lengths[-1]), lengths[0].item(), int(lengths.max()), int(lengths.sum()))
+        flags = (bool(mask.any()), bool(mask[0]), int(lengths.amin()))
+        scratch = torch.empty(4, dtype=torch.int64)  # what a Triton kernel would fill
+        int(scratch[0])
+    assert read == (1, 3, 8, 25)
+    assert flags == (True, True, 0)
+
+
+@pytest.mark.parametrize(
+    ("read", "words"),
+    [
+        (lambda x, n: float(x[0, 0]), "read torch.float32 tensor data on the host"),
+        (lambda x, n: x[0, 0].item(), "aten._local_scalar_dense"),
+        (lambda x, n: bool(x[0, 0] > 0), "computed with PyTorch: aten.gt"),
+        (lambda x, n: int(x.max()), "computed with PyTorch: aten.max"),
+        (lambda x, n: x.view(torch.int32)[0, 0].item(), "a floating-point input's data as"),
+        (lambda x, n: int(x.view(torch.int32).t().contiguous()[0, 0]), "input's data as"),
+        (lambda x, n: int(x.view(torch.int32).clone().sum()), "input's data as integers"),
+        (lambda x, n: int(n.max(dim=0).values), "a reduction to more than one value"),
+        (lambda x, n: n.cumsum(0), "computed with PyTorch: aten.cumsum"),
+    ],
+)
+def test_floating_point_data_is_never_read_on_the_host(read: object, words: str) -> None:
+    """Nor integers that alias a floating-point input (a view of it as integers, or a clone
+    of one made in the run), nor integer compute beyond a reduction to one integer."""
+    x = torch.randn(6, 8)
+    lengths = torch.arange(6, dtype=torch.int64).reshape(2, 3)
+    with pytest.raises(TorchCompute, match=re.escape(words)), TorchComputeGuard([x, lengths]):
+        read(x, lengths)  # type: ignore[operator]
+
+
+def test_integer_data_is_the_data_where_every_input_is_integer() -> None:
+    counts = torch.arange(8, dtype=torch.int32)
+    with (
+        pytest.raises(TorchCompute, match="every input here is integer data"),
+        TorchComputeGuard([counts]),
+    ):
+        int(counts[3])
 
 
 def _catches_the_refusal(x: torch.Tensor) -> torch.Tensor:
