@@ -128,7 +128,7 @@ class KernelRemoved(Event):
 class ProfileRecorded(Event):
     """One kernel compiled, checked and timed on one backend; keyed by its job id."""
 
-    schema_version: ClassVar[int] = 3
+    schema_version: ClassVar[int] = 4
 
     job_id: str
     task: str
@@ -161,6 +161,12 @@ class ProfileRecorded(Event):
     # version 3: the kernel's language
     dialect: str | None
     """The dialect the kernel ran as (nkibench.dialects); None if recorded before."""
+    # version 4: what the autotuner chose
+    autotuned: dict[str, list[str]] = Field(default_factory=dict)
+    """Triton: each autotuned kernel's name → its configs as text (`BLOCK=128, num_warps=4,
+    ...`): on a GPU the config its autotuner chose (the timed run's); under the interpreter
+    the configs the checked runs used in turn. Empty for a kernel without autotuning, or
+    recorded before."""
 
 
 # --- the search ---------------------------------------------------------------------------

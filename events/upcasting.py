@@ -69,6 +69,12 @@ def _profile_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "dialect": None}
 
 
+def _profile_v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """v4 added the autotuner's choice; a v3 profile did not record one (the autotuner was
+    refused when v3 was current)."""
+    return {**data, "autotuned": {}}
+
+
 def _source_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     """v2 added the kernel's dialect, which a v1 revision did not record."""
     return {**data, "dialect": None}
@@ -87,6 +93,7 @@ SHIPPED_UPCASTERS = Upcasters(
         ("KernelSourceChanged", 1): _source_v1_to_v2,
         ("ProfileRecorded", 1): _profile_v1_to_v2,
         ("ProfileRecorded", 2): _profile_v2_to_v3,
+        ("ProfileRecorded", 3): _profile_v3_to_v4,
     }
 )
 """The upcasters of the released schema history."""

@@ -39,17 +39,17 @@ COMMON_MODULES = ("math", "typing", "functools", "itertools")
 
 @dataclass(frozen=True)
 class HostComputeGuard:
-    """What a kernel's host code (outside its device kernels) may use of a tensor library,
-    unless the task allows it to compute there (task.toml's allow_torch_compute)."""
+    """What a kernel's host code (outside its device kernels) may not do with a tensor
+    library's tensors, unless the task allows it to compute there (task.toml's
+    allow_torch_compute): the methods that read tensor data where the kernel child's run-time
+    guard cannot see it. What the library computes is decided there, op by op, as it runs
+    (a branch that never runs computes nothing)."""
 
-    library: str
-    """The library's module ("torch"); a path under it outside `allowed` is refused."""
     library_name: str
     """What messages call it ("PyTorch")."""
-    allowed: frozenset[str]
-    """The paths under `library` that allocate, view and query tensors."""
-    compute_methods: frozenset[str]
-    """Methods refused by name on any object: they compute (or read tensor data on the host)."""
+    unseen_reads: frozenset[str]
+    """Methods refused by name on any object: they read tensor data on the host without an
+    operation the run-time guard sees (`.numpy()`, `.tolist()`)."""
     device_decorator: str
     """The decorator of device kernels ("triton.jit"), whose bodies the guard leaves alone."""
     hint: str
@@ -103,7 +103,8 @@ class Dialect:
     """Packages whose `set_*` functions, at any depth, change the process's global state
     (refused)."""
     host_compute: HostComputeGuard | None = None
-    """What the kernel's host code may use of a tensor library (None: it has no host code)."""
+    """What the kernel's host code may not do with a tensor library's tensors (None: it has no
+    host code)."""
     internals: InternalAttributes | None = None
     """The interpreter's own attributes a kernel may not read (None: none)."""
     module_subsets: Mapping[str, frozenset[str]] = field(
@@ -180,12 +181,10 @@ TRITON = Dialect(
     module_subsets=MappingProxyType(triton_policy.MODULE_SUBSETS),
     by_name_modules=triton_policy.BY_NAME_MODULES,
     host_compute=HostComputeGuard(
-        library="torch",
         library_name="PyTorch",
-        allowed=triton_policy.TORCH_ALLOWED,
-        compute_methods=triton_policy.TENSOR_COMPUTE_METHODS,
+        unseen_reads=triton_policy.UNSEEN_READ_METHODS,
         device_decorator=triton_policy.JIT_DECORATOR,
-        hint=triton_policy.TORCH_COMPUTE_HINT,
+        hint=triton_policy.UNSEEN_READ_HINT,
     ),
 )
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (NKI, NKI_LEGACY, TRITON)}

@@ -148,4 +148,5 @@ def profile_event(
         hot_lines=result.hot_lines,
         estimate_ms=(result.estimate or {}).get("latency_ms"),
         dialect=result.dialect,
+        autotuned=result.autotuned,
     )

@@ -195,6 +195,8 @@ def _planner_profile(profile: ProfileRecorded) -> dict[str, Any]:
         "hot_lines": profile.hot_lines,
     }
     shown.update({k: profile.counters[k] for k in PROFILE_FIELDS if k in profile.counters})
+    if profile.autotuned:  # the config each autotuned kernel was timed with (Triton)
+        shown["autotuned"] = profile.autotuned
     if profile.latency_kind == "estimated" and profile.backend == "nkisim":
         shown["estimate_caveats"] = caveats(profile.counters)  # the Trainium cost model's
     return shown

@@ -4,12 +4,14 @@
 torch's and triton's doors to files, other processes, foreign code, other streams, global state
 and Triton's runtime and compiler are refused by their full dotted path; the autotuner's
 front (`triton.autotune`, `triton.Config`, `triton.heuristics`) is allowed, and the kernel
-child decides what it does (nkibench.backends.triton.launches). Outside @triton.jit functions,
-torch may only allocate, view and query tensors (TORCH_ALLOWED, and no compute method or `@`)
-unless the task allows torch compute; the kernel child checks the same at run time, op by op
-(nkibench.backends.triton.torch_guard), and what decides is what ran: a branch that never runs
-may hold anything the other rules allow. Plain data: importing it imports neither torch nor
-triton.
+child decides what it does (nkibench.backends.triton.launches). Whether run() computes with
+torch is decided where it runs: the kernel child's guard sees every aten op while run()
+executes and refuses what does not allocate, view or query
+(nkibench.backends.triton.torch_guard), so a branch that never runs (a fallback for CPU
+tensors, on a GPU host) may hold anything the other rules allow. Statically, outside
+@triton.jit functions, only what that guard cannot see is refused unless the task allows torch
+compute: the methods that read tensor data on the host without an aten op
+(UNSEEN_READ_METHODS). Plain data: importing it imports neither torch nor triton.
 """
 
 from __future__ import annotations
@@ -21,9 +23,8 @@ __all__ = [
     "JIT_DECORATOR",
     "MODULE_SUBSETS",
     "STDLIB_MODULES",
-    "TENSOR_COMPUTE_METHODS",
-    "TORCH_ALLOWED",
-    "TORCH_COMPUTE_HINT",
+    "UNSEEN_READ_HINT",
+    "UNSEEN_READ_METHODS",
 ]
 
 JIT_DECORATOR = "triton.jit"
@@ -68,6 +69,30 @@ FORBIDDEN_PATHS = (
     "torch.cuda.jiterator",
     "torch.cuda.tunable",
     "torch.cuda.profiler",
+    # doors the allocation/view list used to keep shut for every task, now that torch compute
+    # is decided at run time: compute outside aten (NCCL's collectives), files (GPUDirect
+    # Storage), the CUDA runtime's own API, the allocator's and the generators' global state,
+    # other contexts and graphs
+    "torch.cuda.nccl",
+    "torch.cuda.comm",
+    "torch.cuda.gds",
+    "torch.cuda.cudart",
+    "torch.cuda.green_contexts",
+    "torch.cuda.GreenContext",
+    "torch.cuda.MemPool",
+    "torch.cuda.use_mem_pool",
+    "torch.cuda.CUDAPluggableAllocator",
+    "torch.cuda.change_current_allocator",
+    "torch.cuda.caching_allocator_alloc",
+    "torch.cuda.caching_allocator_delete",
+    "torch.cuda.caching_allocator_enable",
+    "torch.cuda.make_graphed_callables",
+    "torch.cuda.graph_pool_handle",
+    "torch.cuda.get_stream_from_external",
+    "torch.cuda.manual_seed_all",
+    "torch.cuda.seed_all",
+    "torch.cuda.default_generators",
+    "torch.default_generator",
     # work outside the stream the harness times
     "torch.cuda.Stream",
     "torch.cuda.stream",
@@ -104,63 +129,6 @@ FORBIDDEN_PATHS = (
 global state: default device and dtype, threads, precision, the current stream)."""
 GLOBAL_STATE_ROOTS = ("torch", "triton")
 """Packages whose `set_*` functions, at any depth, change the process's global state."""
-
-TORCH_ALLOWED = frozenset(
-    {
-        # allocation
-        "torch.empty",
-        "torch.empty_like",
-        "torch.empty_strided",
-        "torch.zeros",
-        "torch.zeros_like",
-        "torch.ones",
-        "torch.ones_like",
-        "torch.full",
-        "torch.full_like",
-        # types and dtypes
-        "torch.Tensor",
-        "torch.Size",
-        "torch.dtype",
-        "torch.device",
-        "torch.finfo",
-        "torch.iinfo",
-        "torch.float32",
-        "torch.float",
-        "torch.float16",
-        "torch.half",
-        "torch.bfloat16",
-        "torch.float64",
-        "torch.double",
-        "torch.float8_e4m3fn",
-        "torch.float8_e5m2",
-        "torch.int8",
-        "torch.int16",
-        "torch.int32",
-        "torch.int",
-        "torch.int64",
-        "torch.long",
-        "torch.uint8",
-        "torch.bool",
-        # queries
-        "torch.is_tensor",
-        "torch.is_floating_point",
-        "torch.numel",
-        "torch.no_grad",
-        "torch.cuda.is_available",
-        "torch.cuda.current_device",
-        "torch.cuda.device_count",
-        "torch.cuda.get_device_properties",
-        "torch.cuda.get_device_capability",
-        "torch.cuda.get_device_name",
-        # waits for the device: no compute, and run()'s own time
-        "torch.cuda.synchronize",
-    }
-)
-"""What a Triton task's run() may use of the torch module unless the task allows torch compute:
-allocation, types and queries. Tensor methods that view and query (`.view`, `.reshape`,
-`.contiguous`, `.stride()`, `.shape`, `.numel()`...) are not listed: on an unknown object the
-check refuses compute methods by name instead (TENSOR_COMPUTE_METHODS), and the kernel child
-refuses every aten op outside its allowed set at run time."""
 
 STDLIB_MODULES = (
     "__future__",
@@ -216,48 +184,32 @@ BY_NAME_MODULES = ("triton",)
 installed Triton has."""
 
 
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
-_TENSOR_COMPUTE = _words(
-    # element-wise math
-    "abs absolute acos acosh asin asinh atan atan2 atanh ceil clamp clamp_max clamp_min clip "
-    "cos cosh erf erfc erfinv exp exp2 expm1 floor frac lerp lgamma log log10 log1p log2 logit "
-    "nan_to_num neg negative pow reciprocal relu round rsqrt sigmoid sign sin sinh sqrt square "
-    "tan tanh trunc "
-    # arithmetic
-    "add sub subtract mul multiply div divide true_divide floor_divide fmod remainder addcmul "
-    "addcdiv hypot maximum minimum fmax fmin logaddexp "
-    # matmuls
-    "matmul mm bmm mv dot vdot addmm addbmm baddbmm addmv addr outer inner kron "
-    # reductions and normalisations
-    "sum mean prod max min amax amin aminmax argmax argmin std var norm logsumexp cumsum "
-    "cumprod cummax cummin all any nansum nanmean median quantile count_nonzero softmax "
-    "log_softmax topk kthvalue "
-    # comparisons and selection
-    "eq ne lt le gt ge greater less isclose isnan isinf isfinite equal allclose where "
-    "masked_fill masked_scatter masked_select gather scatter scatter_add scatter_reduce "
-    "index_select index_add index_copy index_fill index_put put take take_along_dim nonzero "
-    "bitwise_and bitwise_or bitwise_xor bitwise_not logical_and logical_or logical_xor "
-    "logical_not "
-    # new data from old
-    "repeat repeat_interleave tile flip roll rot90 tril triu "
-    # casts, and tensor data read on the host as a NumPy array or a list (`.item()`, `.to()`,
-    # `.cuda()`, `.cpu()` and `.type()` are left to the run-time guard: `x.device.type`,
-    # `x.to(x.device)` and `x.cuda()` on a CUDA tensor are queries or no-ops, and what they
-    # do at run time is seen op by op there)
-    "type_as float double half bfloat16 int long short bool byte char numpy tolist "
-    # in place only
-    "fill_ zero_ copy_ set_ uniform_ normal_ random_ bernoulli_ exponential_"
+UNSEEN_READ_METHODS = frozenset(
+    {
+        # a NumPy array or Python values from a tensor's memory: on a CPU tensor (the
+        # interpreter's) no aten op reads the data (`.numpy()` runs only `detach`), and NumPy's
+        # arithmetic on it is outside torch altogether
+        "numpy",
+        "tolist",
+        # a Python function applied to every element of a CPU tensor, in place: no aten op
+        "apply_",
+        "map_",
+        "map2_",
+    }
 )
-TENSOR_COMPUTE_METHODS = frozenset(
-    {*_TENSOR_COMPUTE, *(f"{n}_" for n in _TENSOR_COMPUTE if not n.endswith("_"))}
-)
-"""Tensor methods that compute (or read tensor data on the host), refused by name outside
-@triton.jit functions unless the task allows torch compute. (Triton's own tensors have some of
-these names, e.g. `x.to(tl.float32)`: the check leaves @triton.jit bodies alone.)"""
-TORCH_COMPUTE_HINT = (
-    "a Triton task's run() may use torch only to allocate, view and query tensors; compute in "
-    "a @triton.jit kernel (or set allow_torch_compute = true in task.toml)"
+"""Tensor methods that read tensor data on the host without an aten op the kernel child's
+run-time guard sees (measured on torch 2.13 with a TorchDispatchMode on CPU tensors), refused
+by name outside @triton.jit functions unless the task allows torch compute. Everything else
+torch computes or reads, whatever Python spelled it (`x.sum()`, `torch.nn.functional.silu(x)`,
+`x @ w`, `float(t)`, `x.item()`, `int(t)`, a storage's elements: `empty`, `set_`,
+`_local_scalar_dense`), runs aten ops that the guard decides on where they run
+(nkibench.backends.triton.torch_guard); the text of a tensor (`str(x)`, `repr(x)`, `f"{x}"`),
+which torch prints with every dispatch mode off, is refused there too. What decides is what
+ran, and a branch that never runs (a fallback for CPU tensors on a GPU host) computes nothing.
+(Triton's own tensors share some of these names: the check leaves @triton.jit bodies
+alone.)"""
+UNSEEN_READ_HINT = (
+    "a Triton task's run() computes in @triton.jit kernels, and reads integer tensors on the "
+    "host only where the run-time guard sees it (`int(lengths[-1])`, `.item()`), or the task "
+    "sets allow_torch_compute = true in task.toml"
 )

@@ -24,9 +24,11 @@ with the clearest messages, so it refuses everything it can see:
 
 What differs by dialect comes from its record (nkibench.dialects): the paths it refuses with
 everything under them and the packages whose `set_*` are global state (Triton's torch and
-triton: nkibench.policy.triton_code), the guard on its host code's compute (Triton's
-run(): torch only allocates, views and queries tensors outside @triton.jit functions unless
-the task allows torch compute), and the interpreter's internals it may not read (nkisim's
+triton: nkibench.policy.triton_code), the guard on its host code's reads of tensor data
+(Triton's run(): outside @triton.jit functions, no method that reads tensor data where the
+kernel child's run-time guard cannot see it, `.numpy()`, `.tolist()`..., unless the task
+allows torch compute; what torch computes is decided op by op where it runs), and the
+interpreter's internals it may not read (nkisim's
 storage behind an NKI tensor: nkibench.policy.nkisim_code). The tables every dialect
 shares are in nkibench.sandbox.policy.
 
@@ -246,8 +248,8 @@ class _Checker(ast.NodeVisitor):
         self.modules = modules
         """Names bound to any imported module → its dotted name (paths on them are modules')."""
         self.guard = guard
-        """What the kernel's host code may use of its tensor library (None: anything the rest
-        of the check allows)."""
+        """What the kernel's host code may not do with its tensor library's tensors (None:
+        anything the rest of the check allows)."""
         self.device_decorators = _device_decorators(tree, guard)
         """Names bound to the guard's device-kernel decorator (`from triton import jit`)."""
         self._receivers: set[int] = set()
@@ -284,14 +286,15 @@ class _Checker(ast.NodeVisitor):
         return None if self._device_depth else self.guard
 
     def _compute_problem(self, name: str) -> str | None:
-        """What is wrong with `.name` as a compute method of the guarded library (None:
-        nothing, or not here)."""
+        """What is wrong with `.name` as a method that reads the guarded library's tensor data
+        where the run-time guard cannot see it (None: nothing, or not here)."""
         guard = self._host_guard()
-        if guard is None or name not in guard.compute_methods:
+        if guard is None or name not in guard.unseen_reads:
             return None
         return (
-            f"`.{name}` computes with {guard.library_name} outside a @{guard.device_decorator} "
-            f"kernel: {guard.hint}"
+            f"`.{name}` reads {guard.library_name} tensor data on the host outside a "
+            f"@{guard.device_decorator} kernel, where the run-time guard cannot see it: "
+            f"{guard.hint}"
         )
 
     def _read_problem(self, name: str) -> str | None:
@@ -344,7 +347,6 @@ class _Checker(ast.NodeVisitor):
                     numpy_io
                     or forbidden_path(full, self.dialect)
                     or attribute_problem(alias.name, self.dialect)
-                    or self._library_problem(full)
                     or subset_problem(full, self.dialect)
                 ):
                     self._flag(node, f"import of {full!r} is not allowed")
@@ -392,15 +394,6 @@ class _Checker(ast.NodeVisitor):
             return ".".join([names[value.id], *reversed(parts)])
         return None
 
-    def _library_problem(self, path: str) -> str | None:
-        """What is wrong with a path on the guarded library outside its allocation, view and
-        query set (in device kernels too: they do not call the library); None: nothing."""
-        guard = self.guard
-        root = path.split(".", maxsplit=1)[0]
-        if guard is None or root != guard.library or path in guard.allowed:
-            return None
-        return f"`{path}` is not an allocation, view or query: {guard.hint}"
-
     def visit_Attribute(self, node: ast.Attribute) -> None:
         inner = id(node) in self._receivers  # the outer attribute of its chain checks the path
         self._receivers.add(id(node.value))
@@ -432,11 +425,7 @@ class _Checker(ast.NodeVisitor):
             roots = get_dialect(self.dialect).global_state_roots
             owners = " or ".join(f"{root}'s" for root in roots)
             self._flag(node, f"`{path}` changes {owners} global state")
-        elif path and not forbidden and not inner and (library := self._library_problem(path)):
-            self._flag(node, library)
-        elif (compute := self._compute_problem(node.attr)) and self._dotted(
-            node, self.modules
-        ) is None:
+        elif compute := self._compute_problem(node.attr):  # `torch.Tensor.tolist` too
             self._flag(node, compute)
         if node.attr in FORMAT_METHODS:
             self._format_method(node)
@@ -586,23 +575,7 @@ class _Checker(ast.NodeVisitor):
             )
         self.generic_visit(node)
 
-    def _matmul(self, node: ast.BinOp | ast.AugAssign) -> None:
-        guard = self._host_guard()
-        if guard is not None and isinstance(node.op, ast.MatMult):
-            self._flag(
-                node,
-                f"`@` is a {guard.library_name} matmul outside a @{guard.device_decorator} "
-                f"kernel: {guard.hint}",
-            )
-
-    def visit_BinOp(self, node: ast.BinOp) -> None:
-        # `"%(key)s" % mapping` reads entries by key (mapping[key]) and never attributes, and
-        # gives back text: unlike a str.format template, it reaches no other object
-        self._matmul(node)
-        self.generic_visit(node)
-
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self._matmul(node)
         self._note_object_writes(node)
         self.generic_visit(node)
 
@@ -720,7 +693,8 @@ def check_source(
     """The violations of the allow-list in a kernel's source (empty: allowed).
 
     `torch_compute`: the task lets the kernel's host code compute with its tensor library
-    (task.toml's allow_torch_compute; the dialect's HostComputeGuard is then off). A syntax
+    (task.toml's allow_torch_compute; the dialect's HostComputeGuard, which refuses the reads
+    of tensor data the run-time guard cannot see, is then off). A syntax
     error is reported as a violation too, so callers get one list to show.
     """
     try:

@@ -273,3 +273,10 @@ def test_the_planner_is_told_where_an_estimate_is_weak() -> None:
     assert shown(190000.0)["estimate_caveats"] == [ENGINE_SPLIT, REREADS]
     assert shown(16512.0)["estimate_caveats"] == [ENGINE_SPLIT]
     assert "estimate_caveats" not in shown(200704.0, backend="neuron")
+
+
+def test_the_planner_sees_the_config_an_autotuned_kernel_was_timed_with() -> None:
+    chosen = {"silu_kernel": ["BLOCK=1024, num_warps=8, num_ctas=1, num_stages=3"]}
+    tuned = profile("silu", "h", backend="triton", target="H100", autotuned=chosen)
+    assert _planner_profile(tuned)["autotuned"] == chosen
+    assert "autotuned" not in _planner_profile(profile("silu", "h", backend="triton"))

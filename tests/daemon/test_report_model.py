@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from daemon.views.report.html import render_report
 from daemon.views.report.model import ReportProjection, ReportState
-from daemon.views.report.view import build_view
-from events.catalog import CandidateGenerated, KernelPromoted, LLMCallCompleted
-from events.codec import decode
+from daemon.views.report.view import CandidateRow, ReportView, build_view
+from events.catalog import CandidateGenerated, KernelPromoted, LLMCallCompleted, ProfileRecorded
+from events.codec import decode, encode
 from events.envelope import StoredEvent
 from events.projection import fold
 from tests.support.golden import corpus
@@ -64,3 +65,40 @@ def test_the_view_without_texts_says_so_and_counts_fates() -> None:
             assert [line.text for line in task.promoted_diff] == [
                 "(a kernel's text is not in the log)"
             ]
+
+
+def rows(view: ReportView) -> list[CandidateRow]:
+    """Every row of the view's search trees."""
+    return [
+        row
+        for task in view.tasks
+        for search in task.searches
+        for _, shown in search.iterations
+        for row in shown
+    ]
+
+
+def test_the_config_an_autotuned_kernel_was_profiled_with_is_shown() -> None:
+    """ProfileRecorded v4 carries the autotuner's choice: the candidate keeps its latest
+    profile's, and the search tree shows it under the latency."""
+    profiles = [e for e in LOG if e.type == "ProfileRecorded"]
+    stored = next(e for e in profiles if decode(e).event.candidate_id)  # type: ignore[attr-defined]
+    event = decode(stored).event
+    assert isinstance(event, ProfileRecorded)
+    assert event.candidate_id is not None
+    assert event.autotuned == {}  # recorded before v4: upcast to none
+    chosen = {"matmul_kernel": ["BLOCK_M=128, BLOCK_N=64, num_warps=4, num_ctas=1, num_stages=3"]}
+    tuned = encode(event.model_copy(update={"autotuned": chosen}))
+    again = stored._replace(
+        position=LOG[-1].position + 1,
+        event_id="01936f00-0000-7000-8000-00000000ffff",
+        schema_version=tuned.schema_version,
+        data=tuned.data,
+    )
+    state = folded([*LOG, again])
+    assert state.candidates[event.candidate_id].autotuned == chosen
+    view = build_view(state, lambda hashes: {})
+    text = "matmul_kernel: BLOCK_M=128, BLOCK_N=64, num_warps=4, num_ctas=1, num_stages=3"
+    assert [r.autotuned for r in rows(view) if r.candidate_id == event.candidate_id] == [text]
+    assert f'<div class="autotuned note">{text}</div>' in render_report(view)
+    assert {r.autotuned for r in rows(build_view(folded(LOG), lambda hashes: {}))} == {""}

@@ -74,6 +74,17 @@ FAMILIES = (
     "PyTorch fallback instead of Triton",
     "launch of no program",
     "Triton while checked, PyTorch once timed",
+    # issue 25, part 2: torch compute decided where it runs
+    "a PyTorch fallback that does run",
+    "a PyTorch fallback for CPU tensors",
+    "whose refusal run() catches",
+    "the torch guard in the runs that close the timing",
+    "NumPy compute on the host",
+    "Tensor.apply_",
+    "read as text",
+    "by the content of an integer input",
+    "by an integer input, only once the checks are over",
+    "a floating-point input read as integers",
 )
 """The issues' exploit families (14, then 23, then 25): every one has at least one kernel."""
 PWNED = Path("/tmp/pwned")

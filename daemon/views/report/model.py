@@ -60,6 +60,8 @@ class Candidate:
     latency_ms: float | None = None
     latency_kind: str | None = None
     pct_of_peak: float | None = None
+    autotuned: dict[str, list[str]] = field(default_factory=dict)
+    """Triton: the config each autotuned kernel was profiled with (its latest profile's)."""
 
 
 @dataclass(slots=True)
@@ -219,6 +221,7 @@ class ReportProjection:
         if e.purpose == "reverify" or candidate is None:
             return
         candidate.latency_kind = e.latency_kind
+        candidate.autotuned = dict(e.autotuned)
         if latency is None or e.latency_kind is None:
             candidate.fate, candidate.reason = "failed", e.error_kind
             return

@@ -17,7 +17,7 @@ from typing import Any
 
 from daemon.views.report.model import Candidate, ReportState, TaskReport
 
-__all__ = ["DiffLine", "ReportView", "TaskView", "build_view"]
+__all__ = ["DiffLine", "ReportView", "TaskView", "autotuned_text", "build_view"]
 
 TREE_LIMIT = 300
 PROMPT_LIMIT = 2000
@@ -44,6 +44,8 @@ class CandidateRow:
     reason: str | None
     latency: str
     depth: int
+    autotuned: str = ""
+    """The configs its autotuned kernels were profiled with, one `kernel: config` per line."""
 
 
 @dataclass
@@ -88,6 +90,12 @@ class ReportView:
 def latency_text(ms: float | None, kind: str | None, *, missing: str = "") -> str:
     """A latency with its kind's mark, (?) if the kind is unknown; `missing` for none."""
     return missing if ms is None else f"{ms:.4g} ms {KIND_MARK.get(kind or '', '(?)')}"
+
+
+def autotuned_text(autotuned: dict[str, list[str]]) -> str:
+    """`kernel: config` per config, one a line (empty: no autotuned kernel)."""
+    lines = [f"{name}: {config}" for name, configs in autotuned.items() for config in configs]
+    return "\n".join(lines)
 
 
 def build_view(
@@ -195,6 +203,7 @@ def _task_view(
                     c.reason,
                     latency_text(c.latency_ms, c.latency_kind),
                     depth[c.candidate_id],
+                    autotuned_text(c.autotuned),
                 )
             )
         searches.append(

@@ -8,7 +8,9 @@ triton_reference: get_inputs() under torch.manual_seed(seed), forward() on float
 triton_kernel:    run(*inputs) per seed with the guards on (nkibench.backends.triton.guards,
                   and .torch_guard unless the task allows torch compute), its Triton launches
                   counted (nkibench.backends.triton.launches: the parent refuses a run that
-                  launched none)
+                  launched none); where the inputs hold integer and floating-point tensors,
+                  each seed's run follows a decoy run on the same integers with other
+                  floating-point data (a result kept by its integer inputs comes back wrong)
 triton_measure:   time run() (nkibench.backends.triton.timing), the torch-compute guard on in
                   the device-synchronised runs that close it; with `fresh`, time it again with
                   fresh data written into the timed buffers before every run, and run it on
@@ -51,7 +53,12 @@ from nkibench.backends.triton.launches import (
 )
 from nkibench.backends.triton.tensors import is_tensor, to_numpy, to_torch, upcast
 from nkibench.backends.triton.timing import Timer, TimingPlan
-from nkibench.backends.triton.torch_guard import guarded, warm_up
+from nkibench.backends.triton.torch_guard import (
+    INTEGER_DTYPES,
+    guard_tensor_text,
+    guarded,
+    warm_up,
+)
 from nkibench.sandbox.arrays import restore, save_array, value_spec
 from nkibench.sandbox.kernel import load_phase_kernel, run_error
 from nkibench.sandbox.reference import FixedInputs, fixed_positions, load_reference, names_of
@@ -194,7 +201,7 @@ class Loaded:
     def guarded(self, args: list[Any]) -> Any:
         """run() on `args` with the torch-compute guard on (unless the task allows torch), its
         Triton launches counted."""
-        with guarded(self.guard_torch), counting() as record:
+        with guarded(self.guard_torch, args), counting() as record:
             produced = self.call(args)
         self.records.append(record)
         return produced
@@ -224,6 +231,7 @@ def _load(request: dict[str, Any]) -> tuple[Loaded | None, dict[str, Any] | None
     if _device() == "cuda":
         torch.cuda.init()  # type: ignore[no-untyped-call]  # torch rebinds attributes at start
     warm_up()
+    guard_tensor_text()
     modules = ModuleSnapshot()
     kernel, failure = load_phase_kernel({**request, "kernel_file": str(source_file)})
     if failure is not None:
@@ -252,6 +260,33 @@ def _checked_run(kernel: Loaded, args: list[Any], device: str) -> tuple[list[Any
     return outputs, [count_poison(o) for o in outputs], kernel.records[-1].launches
 
 
+def _decoys(args: list[Any]) -> bool:
+    """Whether the inputs hold integer and floating-point tensors: then each checked run
+    follows a decoy run (the kernel may read the integers on the host: torch_guard)."""
+    dtypes = [a.dtype in INTEGER_DTYPES for a in args if is_tensor(a)]
+    return any(dtypes) and not all(dtypes)
+
+
+def _decoy(kernel: Loaded, args: list[Any], device: str) -> None:
+    """A run on the same integer inputs with other floating-point data (each element scaled
+    by its own factor in [0.5, 1.5)), in the same buffers, its outputs discarded; then the
+    inputs as they were. A result kept across calls by its integer inputs alone (the lengths
+    and offsets run() may read on the host) is this run's in the checked run that follows:
+    wrong."""
+    exact = snapshot(args)
+    for value in args:
+        if is_tensor(value) and value.dtype not in INTEGER_DTYPES and value.numel():
+            factors = 0.5 + torch.rand(value.shape, device=value.device)
+            wide = value if value.is_complex() else value.to(torch.float32)
+            value.copy_(wide * factors)
+    try:
+        _checked_run(kernel, args, device)
+    finally:
+        for value, copy in zip(args, exact, strict=True):
+            if is_tensor(value):
+                value.copy_(copy)
+
+
 def _kind(error: BaseException) -> str:
     """Triton compiles at the first launch: its errors are compile errors."""
     return "compile" if isinstance(error, CompilationError) else "runtime"
@@ -272,11 +307,15 @@ def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
     home: list[Any] | None = None
     for seed in request["seeds"]:
         # Every seed runs in the first seed's buffers, its data copied in: a kernel that
-        # remembers results by address returns the last seed's answer, and fails.
+        # remembers results by address returns the last seed's answer, and fails. Where it
+        # may read integer inputs on the host, each seed's run follows a decoy run on the same
+        # integers: a kernel that remembers results by them returns the decoy's.
         home = _into(home, _arguments(request, seed, device))
         args = home
-        started = time.perf_counter()
         try:
+            if _decoys(args):
+                _decoy(kernel, args, device)
+            started = time.perf_counter()
             outputs, never_written, launches = _checked_run(kernel, args, device)
         except MemoryError:
             raise
@@ -413,6 +452,8 @@ def _reverify(
         for buffer, value in zip(buffers, values, strict=True):
             if is_tensor(buffer):
                 buffer.copy_(value)  # the timed buffers themselves: a cache keyed by address
+        if _decoys(buffers):
+            _decoy(kernel, buffers, "cuda")
         outputs, never_written, launches = _checked_run(kernel, buffers, "cuda")
         _save(Path(request["fresh_out_dir"]) / f"seed_{seed}", outputs)
         seeds[str(seed)] = {

@@ -1,8 +1,10 @@
 # dialect: triton
 # family: library fallback: torch.nn.functional and torch.matmul
 # task: gpu/bmm_softmax
-# expect: rejected
-# message: `torch.nn.functional.softmax` is not an allocation, view or query
+# expect: cheat
+# message: run() computed with PyTorch: aten.bmm
+# The static check leaves torch compute to the run-time guard, which refuses the first
+# aten op that computes, wherever Python spelled it, in every checked run.
 import torch
 
 

@@ -1,8 +1,10 @@
 # dialect: triton
 # family: library fallback: half the work in torch (torch.rsqrt), half in Triton
 # task: gpu/rmsnorm_matmul
-# expect: rejected
-# message: `torch.rsqrt` is not an allocation, view or query
+# expect: cheat
+# message: run() computed with PyTorch: aten._to_copy
+# The static check leaves torch compute to the run-time guard, which refuses the first
+# aten op that computes, wherever Python spelled it, in every checked run.
 import torch
 import triton
 import triton.language as tl

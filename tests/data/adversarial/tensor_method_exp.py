@@ -1,8 +1,10 @@
 # dialect: triton
 # family: library fallback: tensor methods (.exp())
 # task: gpu/silu
-# expect: rejected
-# message: `.exp` computes with PyTorch outside a @triton.jit kernel
+# expect: cheat
+# message: run() computed with PyTorch: aten.neg
+# The static check leaves torch compute to the run-time guard, which refuses the first
+# aten op that computes, wherever Python spelled it, in every checked run.
 import torch
 
 

@@ -1,8 +1,10 @@
 # dialect: triton
 # family: library fallback: torch compute in run()
 # task: gpu/silu
-# expect: rejected
-# message: `torch.sigmoid` is not an allocation, view or query
+# expect: cheat
+# message: run() computed with PyTorch: aten.sigmoid
+# The static check leaves torch compute to the run-time guard, which refuses the first
+# aten op that computes, wherever Python spelled it, in every checked run.
 # Correct, and fast (PyTorch's own kernel), and no Triton at all.
 import torch
 

@@ -1,8 +1,10 @@
 # dialect: triton
 # family: zeroing or editing inputs (torch in place)
 # task: gpu/silu
-# expect: rejected
-# message: `.zero_` computes with PyTorch outside a @triton.jit kernel
+# expect: cheat
+# message: run() computed with PyTorch: aten.zero_
+# The static check leaves torch compute to the run-time guard, which refuses the first
+# aten op that computes, wherever Python spelled it, in every checked run.
 import torch
 import triton
 import triton.language as tl

@@ -114,9 +114,9 @@ EMPTY_GRID = SILU_KERNEL + (
 def test_a_task_that_allows_torch_compute_accepts_torch_beside_triton_only(
     triton_backend: TritonBackend,
 ) -> None:
-    """allow_torch_compute = true turns both halves of the torch check off: the static one
-    (torch.exp) and the run-time one (operators on tensors), beside Triton launches; a run()
-    that launches none is not correct. Other tasks refuse both."""
+    """allow_torch_compute = true turns the torch guard off (torch.exp, operators on tensors)
+    beside Triton launches; a run() that launches none is not correct. Other tasks refuse
+    torch compute where it runs, whatever Python spelled it."""
     allowing = load_task(DATA / "adversarial" / "tasks" / "silu_torch")
     result = check_kernel(allowing, backend=triton_backend, kernel_source=BESIDE_TRITON)
     assert result.correct, f"{result.error_kind}: {result.message}"
@@ -125,12 +125,10 @@ def test_a_task_that_allows_torch_compute_accepts_torch_beside_triton_only(
         assert (result.error_kind, result.correct) == ("incorrect", False), result.message
         assert "run() launched no Triton kernel" in result.message
     silu = load_task(SILU)
-    refused = check_kernel(silu, backend=triton_backend, kernel_source=TORCH_SILU)
-    assert (refused.error_kind, refused.correct) == ("rejected", False)
-    assert "line 5: `torch.exp` is not an allocation, view or query" in refused.message
-    caught = check_kernel(silu, backend=triton_backend, kernel_source=OPERATOR_SILU)
-    assert (caught.error_kind, caught.correct) == ("cheat", False)
-    assert "run() computed with PyTorch: aten.neg" in caught.message
+    for source in (TORCH_SILU, OPERATOR_SILU):
+        caught = check_kernel(silu, backend=triton_backend, kernel_source=source)
+        assert (caught.error_kind, caught.correct) == ("cheat", False)
+        assert "run() computed with PyTorch: aten.neg" in caught.message
 
 
 def test_a_run_that_takes_a_torch_fallback_launches_nothing_and_is_not_correct(
@@ -146,9 +144,37 @@ def test_a_run_that_takes_a_torch_fallback_launches_nothing_and_is_not_correct(
         assert "run() launched no Triton kernel (seed " in result.message
         if triton_backend.host.gpu is None:
             assert "Under Triton's CPU interpreter the inputs are CPU tensors" in result.message
-    # without allow_torch_compute the fallback's torch.sigmoid is refused before it runs
-    refused = check_kernel(load_task(SILU), backend=triton_backend, kernel_source=FALLBACK)
-    assert refused.error_kind == "rejected", refused.message
+    # without allow_torch_compute the torch guard refuses the fallback where it runs: here
+    # under the interpreter, saying why; on a GPU it never runs, and the kernel is correct
+    guarded = check_kernel(load_task(SILU), backend=triton_backend, kernel_source=FALLBACK)
+    if triton_backend.host.gpu is None:
+        assert (guarded.error_kind, guarded.correct) == ("cheat", False), guarded.message
+        assert "run() computed with PyTorch: aten.sigmoid" in guarded.message
+        assert "Under Triton's CPU interpreter the inputs are CPU tensors" in guarded.message
+    else:
+        assert guarded.correct, f"{guarded.error_kind}: {guarded.message}"
+
+
+MASKED_ROWS = DATA / "adversarial" / "tasks" / "masked_rows"
+PLANNED = (MASKED_ROWS / "kernel.py").read_text().replace(
+    "    longest = int(lengths.max())\n",
+    "    plan = (int(lengths.max()), int(lengths.sum()))\n"
+    "    longest = PLANS.setdefault(plan, plan[0])\n",
+) + "\n\nPLANS = {}\n"
+
+
+def test_integer_inputs_may_be_read_on_the_host_and_what_depends_on_them_alone_kept(
+    triton_backend: TritonBackend,
+) -> None:
+    """A task with an integer input (a length per row): run() reads it on the host
+    (`int(lengths.max())`, to size its blocks), and may keep what depends on the integers
+    alone (a plan) across calls: the decoy run before each seed's checked run changes only
+    the floating-point data. (A result kept by them is caught: int_content_cache.)"""
+    task = load_task(MASKED_ROWS)
+    for source in (task.kernel_source, PLANNED):
+        result = check_kernel(task, backend=triton_backend, kernel_source=source)
+        assert result.correct, f"{result.error_kind}: {result.message}"
+    assert "PLANS.setdefault" in PLANNED
 
 
 AUTOTUNED = """\

@@ -4,6 +4,9 @@ tensors, and the modules the harness relies on must stay as they were."""
 
 from __future__ import annotations
 
+import contextlib
+import re
+
 import pytest
 
 pytest.importorskip("torch")  # first: the module is skipped without torch
@@ -20,6 +23,7 @@ from nkibench.backends.triton.torch_guard import (
     ALLOWED_OPS,
     TorchCompute,
     TorchComputeGuard,
+    guard_tensor_text,
     trusted,
 )
 
@@ -54,7 +58,6 @@ def test_allocation_views_and_queries_pass_the_guard() -> None:
         (torch.rsqrt, "aten.rsqrt"),
         (lambda x: torch.nn.functional.softmax(x, dim=-1), "aten._softmax"),
         (lambda x: torch.where(x > 0, x, 0.0), "aten.gt"),
-        (lambda x: float(x[0, 0]), "aten._local_scalar_dense"),
         (lambda x: x.to(torch.float16), "aten._to_copy"),
         (lambda x: torch.empty_like(x).copy_(x), "aten.copy_"),
         (lambda x: x.zero_(), "aten.zero_"),
@@ -66,6 +69,100 @@ def test_any_torch_compute_is_a_cheat_naming_the_op(compute: object, op: str) ->
     with pytest.raises(TorchCompute, match=expected) as caught, TorchComputeGuard():
         compute(x)  # type: ignore[operator]
     assert caught.value.kind == "cheat"
+
+
+def test_integer_data_may_be_read_on_the_host_beside_floating_point_inputs() -> None:
+    """Lengths and offsets: the scalar read and the full reductions to one integer, on
+    integer and bool tensors, where the inputs hold floating-point data."""
+    x = torch.randn(6, 8)
+    lengths = torch.tensor([3, 0, 8, 5, 8, 1], dtype=torch.int32)
+    mask = lengths > 2
+    with TorchComputeGuard([x, lengths]):
+        read = (int(lengths[-1]), lengths[0].item(), int(lengths.max()), int(lengths.sum()))
+        flags = (bool(mask.any()), bool(mask[0]), int(lengths.amin()))
+        scratch = torch.empty(4, dtype=torch.int64)  # what a Triton kernel would fill
+        int(scratch[0])
+    assert read == (1, 3, 8, 25)
+    assert flags == (True, True, 0)
+
+
+@pytest.mark.parametrize(
+    ("read", "words"),
+    [
+        (lambda x, n: float(x[0, 0]), "read torch.float32 tensor data on the host"),
+        (lambda x, n: x[0, 0].item(), "aten._local_scalar_dense"),
+        (lambda x, n: bool(x[0, 0] > 0), "computed with PyTorch: aten.gt"),
+        (lambda x, n: int(x.max()), "computed with PyTorch: aten.max"),
+        (lambda x, n: x.view(torch.int32)[0, 0].item(), "a floating-point input's data as"),
+        (lambda x, n: int(x.view(torch.int32).t().contiguous()[0, 0]), "input's data as"),
+        (lambda x, n: int(x.view(torch.int32).clone().sum()), "input's data as integers"),
+        (lambda x, n: int(n.max(dim=0).values), "a reduction to more than one value"),
+        (lambda x, n: n.cumsum(0), "computed with PyTorch: aten.cumsum"),
+    ],
+)
+def test_floating_point_data_is_never_read_on_the_host(read: object, words: str) -> None:
+    """Nor integers that alias a floating-point input (a view of it as integers, or a clone
+    of one made in the run), nor integer compute beyond a reduction to one integer."""
+    x = torch.randn(6, 8)
+    lengths = torch.arange(6, dtype=torch.int64).reshape(2, 3)
+    with pytest.raises(TorchCompute, match=re.escape(words)), TorchComputeGuard([x, lengths]):
+        read(x, lengths)  # type: ignore[operator]
+
+
+def test_integer_data_is_the_data_where_every_input_is_integer() -> None:
+    counts = torch.arange(8, dtype=torch.int32)
+    with (
+        pytest.raises(TorchCompute, match="every input here is integer data"),
+        TorchComputeGuard([counts]),
+    ):
+        int(counts[3])
+
+
+def _catches_the_refusal(x: torch.Tensor) -> torch.Tensor:
+    """A run() that computes with torch where nothing watches, in Triton where a guard does."""
+    with contextlib.suppress(TorchCompute):
+        return torch.sigmoid(x)
+    return x.view(-1)
+
+
+def _raises_another_error(x: torch.Tensor) -> None:
+    try:
+        x.exp()
+    except Exception:
+        raise ValueError("something else") from None
+
+
+def test_a_refusal_caught_inside_run_stands() -> None:
+    """A kernel that catches the guard's refusal fails all the same: the first refusal is
+    raised again when the guard closes, whatever run() raised instead."""
+    x = torch.randn(4)
+    with pytest.raises(TorchCompute, match=r"aten\.sigmoid") as caught, TorchComputeGuard():
+        _catches_the_refusal(x)
+    assert caught.value.kind == "cheat"
+    with pytest.raises(TorchCompute, match=r"aten\.exp"), TorchComputeGuard():
+        _raises_another_error(x)
+    with TorchComputeGuard():  # a guard that refused nothing closes quietly
+        x.view(2, 2)
+
+
+def test_the_text_of_a_tensor_is_a_read_the_guard_refuses() -> None:
+    """torch prints a tensor with every dispatch mode off: its data as text (str, repr, an
+    f-string) would reach run() without an op the guard sees."""
+    x = torch.randn(3)
+    original = torch._tensor_str._str
+    try:
+        guard_tensor_text()
+        for read in (str, repr, lambda t: f"{t}"):
+            with (
+                pytest.raises(TorchCompute, match="read tensor data on the host as text"),
+                TorchComputeGuard(),
+            ):
+                read(x)
+        assert "tensor(" in repr(x)  # outside a guard, and within trusted(): the harness's
+        with TorchComputeGuard(), trusted():
+            assert "tensor(" in str(x)
+    finally:
+        setattr(torch._tensor_str, "_str", original)  # noqa: B010
 
 
 def test_the_harness_own_ops_are_trusted() -> None:

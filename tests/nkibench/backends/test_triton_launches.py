@@ -54,14 +54,20 @@ assert run.launches == 2, run.launches
 Launcher()(4, 1, 1, None)  # outside a checked run: counted nowhere
 assert run.launches == 2
 
-# the benchmarker's L2 flush is the harness's op; anything else zeroed in run() is not
+# the benchmarker's L2 flush is the harness's op; anything else zeroed in run() is not, and a
+# refusal caught inside run() still stands when the guard closes
 with TorchComputeGuard():
     driver.active.clear_cache(torch.empty(16, dtype=torch.int32))
-    try:
-        torch.empty(4).zero_()
-        raise SystemExit("zero_ passed the guard")
-    except TorchCompute:
-        pass
+try:
+    with TorchComputeGuard():
+        try:
+            torch.empty(4).zero_()
+            raise SystemExit("zero_ passed the guard")
+        except TorchCompute:
+            pass
+    raise SystemExit("a refusal caught inside the guard did not stand")
+except TorchCompute as e:
+    assert "aten.zero_" in e.message, e.message
 
 
 class Poser:
@@ -90,11 +96,12 @@ tuner = Autotuner(
 )
 with TorchComputeGuard():
     tuner.pre_hook({"out": torch.empty(8), "x": None}, reset_only=True)  # trusted: plain tensor
-    try:
+try:
+    with TorchComputeGuard():
         tuner.pre_hook({"out": Poser(), "x": None}, reset_only=True)
-        raise SystemExit("a posing object's compute passed the guard")
-    except TorchCompute as e:
-        assert "aten.mul" in e.message, e.message
+    raise SystemExit("a posing object's compute passed the guard")
+except TorchCompute as e:
+    assert "aten.mul" in e.message, e.message
 print("ok")
 """
 
