@@ -33,7 +33,8 @@ makes sure the floating-point data changes under it.
   (each element scaled by its own factor in [0.5, 1.5)), in the same buffers
   (nkibench.backends.triton.phases): a result kept by its integer inputs (or by address) is
   the decoy's, and the seed is wrong (`incorrect`), under the interpreter as on a GPU.
-- On re-verification (a kernel much faster than its baseline, on a GPU): the timing writes
+- On re-verification (on a GPU, any kernel faster than its baseline where the inputs hold
+  integer and floating-point data; nkibench.backends.triton.backend): the timing writes
   fresh floating-point data into the timed buffers before every run while the fresh seeds'
   integers come round again, and each fresh seed's checked run follows a decoy run in the
   same buffers: a result kept across calls is wrong on fresh inputs (`cheat`).
@@ -46,7 +47,8 @@ cache, but no stronger than one kept on the device (a Triton kernel that compare
 with a copy and skips the work), which needs no host read at all: both hit only on content
 seen before, i.e. in the timing loop over the seeds' inputs, and the re-verification (fresh
 data before every run: far slower than on repeated data, "results cached across calls") is
-their check, for a kernel more than 10x faster than its baseline. Nor an output that depends
+their check (for a kernel faster than its baseline where the inputs hold integers beside
+floating-point data, more than 10x faster elsewhere). Nor an output that depends
 on the integer inputs alone (kept by them, it is right). The device-synchronised runs that
 close the timing compare no outputs: they catch torch compute and missing launches, not
 caches.

@@ -9,9 +9,10 @@
 # gpu_message: fresh inputs
 # Honest for as many calls as a check makes (a decoy run and a checked run per seed), then
 # keeps results by the integer input: correct wherever it is checked, and instant in a
-# timing loop over the seeds' inputs. On a GPU it is far faster than the baseline, so it is
-# re-verified: the timing writes fresh floating-point data before every run, and each fresh
-# seed's checked run follows a decoy run on its lengths in the timed buffers.
+# timing loop over the seeds' inputs. On a GPU it is faster than the baseline (any speed-up
+# counts where integer inputs sit beside floating-point ones), so it is re-verified: the
+# timing writes fresh floating-point data before every run, and each fresh seed's checked
+# run follows a decoy run on its lengths in the timed buffers.
 import torch
 import triton
 import triton.language as tl

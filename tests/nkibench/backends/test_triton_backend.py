@@ -3,10 +3,12 @@ Triton's CPU interpreter at its small shapes, and planted cheats and bugs are ca
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from nkibench.backends.nkisim.backend import NkisimBackend
-from nkibench.backends.triton.backend import TritonBackend
+from nkibench.backends.triton.backend import REVERIFY_SPEEDUP, TritonBackend, mixed_inputs
 from nkibench.errors import BackendUnavailable
 from nkibench.harness import check_kernel, profile_kernel
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
@@ -312,3 +314,36 @@ def test_ceilings_are_measured_once_per_device_and_read_back(
     peaks = measured.peaks()
     assert peaks.matmul_rate("bfloat16").value == 6.9e14
     assert peaks.matmul_rate("float32").value == 3.7e14  # tf32: Triton's float32 dot
+
+
+def _manifest(*dtypes: str) -> dict[str, object]:
+    arrays = [{"kind": "array", "file": f"input_{i}.npy", "dtype": d} for i, d in enumerate(dtypes)]
+    return {"7": {"inputs": [*arrays, {"kind": "scalar", "value": 3}]}}
+
+
+@pytest.mark.parametrize(
+    ("dtypes", "mixed"),
+    [
+        (("float32", "int32"), True),
+        (("float8_e4m3fn", "bool"), True),
+        (("bfloat16", "uint8", "int64"), True),
+        (("float32", "float16"), False),
+        (("int32", "int64"), False),
+        ((), False),
+    ],
+)
+def test_a_kernel_on_integer_and_floating_point_inputs_is_reverified_when_faster_at_all(
+    dtypes: tuple[str, ...], mixed: bool
+) -> None:
+    """Where run() may read integers on the host (beside floating-point data), a result kept
+    by them is unseen by the timing however little it saves: any speed-up over the baseline
+    sends the kernel to re-verification; elsewhere only a 10x one does, and the baseline
+    itself never (an infinite threshold stays infinite)."""
+    manifest = _manifest(*dtypes)
+    assert mixed_inputs(manifest) is mixed
+    backend = TritonBackend.__new__(TritonBackend)
+    session = SimpleNamespace(inputs=SimpleNamespace(manifest=manifest))
+    backend.reverify_speedup = REVERIFY_SPEEDUP
+    assert backend._reverify_above(session) == (1.0 if mixed else REVERIFY_SPEEDUP)
+    backend.reverify_speedup = float("inf")
+    assert backend._reverify_above(session) == float("inf")
