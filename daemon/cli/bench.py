@@ -4,7 +4,9 @@ keeps a GPU's measured ceilings in the event log like every other command."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,8 @@ from daemon.cli.options import (
 )
 from daemon.cli.render import cell, emit_json, print_table
 from nkibench.backends.triton.backend import TritonBackend
-from nkibench.benchmarks.gpu import run_gpu_benchmark
+from nkibench.benchmarks import UnknownSuiteTask
+from nkibench.benchmarks.gpu import gpu_suite, run_gpu_benchmark
 from nkibench.benchmarks.nki import (
     NKIBENCH_TARGETS,
     NKISIM_TARGETS,
@@ -56,6 +59,16 @@ TARGET_OPTION = click.option(
     default=None,
     help="Default: trn1 for nki-legacy (where AccelOpt measured), trn2 for nki.",
 )
+
+
+@contextlib.contextmanager
+def suite_names(option: str) -> Iterator[None]:
+    """A suite task asked for by a name the suite does not hold is a usage error that names
+    the option, not a traceback."""
+    try:
+        yield
+    except UnknownSuiteTask as e:
+        raise click.BadParameter(str(e), param_hint=option) from None
 
 
 @click.group()
@@ -108,12 +121,13 @@ def bench_nkisim(
     shapes: str, names: str | None, dialect: str, target: str | None, as_json: bool
 ) -> None:
     """nkisim's speed on the suite against NumPy, and the time of a full correctness check."""
-    result = run_nkisim_benchmark(
-        shapes=shapes,
-        names=names.split(",") if names else None,
-        target=target,
-        dialect=dialect,
-    )
+    with suite_names("--tasks"):
+        result = run_nkisim_benchmark(
+            shapes=shapes,
+            names=names.split(",") if names else None,
+            target=target,
+            dialect=dialect,
+        )
     if as_json:
         emit_json(result)
         return
@@ -154,13 +168,14 @@ def bench_nkibench(
     as_json: bool,
 ) -> None:
     """Every suite baseline profiled by nkisim: estimated latency, roofline, % of peak."""
-    result = run_nkibench_benchmark(
-        shapes=shapes,
-        names=names.split(",") if names else None,
-        target=target,
-        seeds=seed_list(seeds_text),
-        dialect=dialect,
-    )
+    with suite_names("--tasks"):
+        result = run_nkibench_benchmark(
+            shapes=shapes,
+            names=names.split(",") if names else None,
+            target=target,
+            seeds=seed_list(seeds_text),
+            dialect=dialect,
+        )
     target = result["target"]
     if as_json:
         emit_json(result)
@@ -296,6 +311,8 @@ def bench_gpu(
 ) -> None:
     """The GPU suite's Triton baselines on this GPU (measured), against PyTorch eager and the
     roofline of the device's measured ceilings; in passes back to back, to show the spread."""
+    with suite_names("--task"):
+        gpu_suite(list(names) or None)  # before the GPU is opened
     opened = open_for_command(
         "triton",
         [one_device(devices, "triton")],

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nkibench.backends.triton.backend import TritonBackend
+from nkibench.benchmarks import UnknownSuiteTask
 from nkibench.harness import fresh_seeds, profile_kernel
 from nkibench.suites import GPU_SUITE
 from nkibench.task.spec import TaskSpec, load_task
@@ -22,7 +23,7 @@ def gpu_suite(names: list[str] | None = None) -> list[TaskSpec]:
     if names:
         unknown = set(names) - {t.name for t in tasks}
         if unknown:
-            raise ValueError(f"no GPU-suite task named {', '.join(sorted(unknown))}")
+            raise UnknownSuiteTask(f"no GPU-suite task named {', '.join(sorted(unknown))}")
         tasks = [t for t in tasks if t.name in names]
     return tasks
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from nkibench.backends.nkisim.backend import NkisimBackend
+from nkibench.benchmarks import UnknownSuiteTask
 from nkibench.benchmarks.accelopt_measured import ACCELOPT_TRN1_MS
 from nkibench.cost import MODEL_VERSION
 from nkibench.harness import check_kernel, profile_kernel
@@ -69,7 +70,7 @@ def suite_tasks(names: list[str] | None = None, dialect: str = "nki-legacy") -> 
         known = {p.name: p for p in folders}
         missing = [n for n in names if n not in known]
         if missing:
-            raise ValueError(f"no suite task named {', '.join(missing)}")
+            raise UnknownSuiteTask(f"no suite task named {', '.join(missing)}")
         folders = [known[n] for n in names]
     return folders
 

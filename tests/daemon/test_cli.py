@@ -462,6 +462,26 @@ def test_bench_nkibench_prints_percent_of_peak(accelopt: Callable[..., Run]) -> 
     assert "latency ms (e)" in table.out
 
 
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (("gpu", "--task", "silu", "--task", "no_such_task"), "--task"),
+        (("nkisim", "--tasks", "silu,no_such_task", "--shapes", "small"), "--tasks"),
+        (("nkibench", "--tasks", "no_such_task", "--shapes", "small"), "--tasks"),
+    ],
+)
+def test_a_benchmark_asked_for_an_unknown_suite_task_says_so(
+    accelopt: Callable[..., Run], argv: tuple[str, ...], option: str
+) -> None:
+    """A usage error naming the option and the task (exit 2), before any device is opened
+    (this host has no GPU), not a traceback."""
+    run = accelopt("bench", *argv)
+    assert run.code == 2, run.err
+    assert f"Invalid value for {option}" in run.err
+    assert "no_such_task" in run.err
+    assert "Traceback" not in run.err
+
+
 def test_jobs_lists_the_one_host_queue_with_runs_and_devices(
     fresh_sqlite_url: Callable[[], str], accelopt: Callable[..., Run]
 ) -> None:
