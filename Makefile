@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check lint fmt bench clean
+.PHONY: run test coverage check lint fmt bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "accelopt needs Python >= 3.11"'
@@ -37,15 +37,17 @@ fmt: $(STAMP)
 
 # Everything, as CI runs it: the end-to-end tests (slow) and PostgreSQL's included. Two
 # workers (pytest-xdist), each taking whole files: the slow tests mostly wait on daemons,
-# children and locks, and a file's tests share its fixtures. It prints the slowest tests, and
-# ends with a coverage report
-# (pytest-cov; a report, not a gate): the lines the tests' own processes ran, per file that
-# misses some, and the total. Code run only in child processes (a daemon started end to end,
-# the sandbox's children) is not counted. COVERAGE= turns it off.
+# children and locks, and a file's tests share its fixtures. It prints the slowest tests.
 PYTEST_WORKERS ?= -n 2 --dist loadfile
-COVERAGE ?= --cov --cov-report=term:skip-covered
 test: lint
-	$(BIN)/pytest $(PYTEST_WORKERS) --durations=15 $(COVERAGE)
+	$(BIN)/pytest $(PYTEST_WORKERS) --durations=15
+
+# The same tests with a coverage report (pytest-cov; a report, not a gate, and kept out of
+# `make test`, whose 15 minutes in CI it would stretch): the lines the tests' own processes
+# ran, per file that misses some, and the total. Code run only in child processes (a daemon
+# started end to end, the sandbox's children) is not counted.
+coverage: lint
+	$(BIN)/pytest $(PYTEST_WORKERS) --cov --cov-report=term:skip-covered
 
 # The fast loop while working: lint, types, and the tests that need neither a real daemon
 # process end to end nor the PostgreSQL server.
