@@ -113,7 +113,6 @@ def _latency(into: KernelResult, runs: Sequence[WorkloadRun]) -> None:
         for key in sorted(shared)
         if all(math.isfinite(r.latency_stats[key]) and r.latency_stats[key] > 0 for r in results)
     }
-    into.latency_stats["workloads"] = float(len(results))
     slowest = max(runs, key=lambda run: run.result.latency_ms or 0.0)
     found = slowest.result
     into.model_version = found.model_version
