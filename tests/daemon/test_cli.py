@@ -638,3 +638,17 @@ def test_a_profile_over_workloads_shows_each_workloads_latency_and_kind() -> Non
         "workload  w0 (uuid uuid-w0): 1.0000 ms (estimated)",
         "workload  w1 (uuid uuid-w1): 4.0000 ms (estimated)",
     ]
+
+
+def test_a_ported_folder_keeps_the_tasks_workloads_and_their_files(tmp_path: Path) -> None:
+    from agents.port import PortOutcome
+    from daemon.cli.port import write_ported_folder
+    from nkibench.task.spec import load_task
+    from tests.support import DATA
+
+    task = load_task(DATA / "format" / "gather_workloads")
+    outcome = PortOutcome("p1", True, 1, task.kernel_source, None, "ported")
+    write_ported_folder(task, outcome, tmp_path / "out")
+    ported = load_task(tmp_path / "out")
+    assert [w.uuid for w in ported.workloads] == [w.uuid for w in task.workloads]
+    assert ported.workload_files == task.workload_files
