@@ -95,9 +95,12 @@ def _check_folder(folder: Path, root: Path) -> None:
         raise TaskError(f"{folder}: a symlink to {real}, outside the watched directory {root}")
 
 
-def _read_file(path: Path, limit: int, root: Path | None) -> bytes | None:
+def _read_file(
+    path: Path, limit: int, root: Path | None, boundary: str = "the watched directory"
+) -> bytes | None:
     """The file's bytes (None: no such file), read through one descriptor that was checked
-    first: where it really is, that it is a regular file, and its size."""
+    first: where it really is (inside `root`, which `boundary` names), that it is a regular
+    file, and its size."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -120,9 +123,7 @@ def _read_file(path: Path, limit: int, root: Path | None) -> bytes | None:
             except OSError:
                 real = os.path.realpath(path)
             if not _inside(real, root):
-                raise TaskError(
-                    f"{path}: a symlink to {real}, outside the watched directory {root}"
-                )
+                raise TaskError(f"{path}: a symlink to {real}, outside {boundary} {root}")
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode):
             raise TaskError(f"{path}: not a regular file")
@@ -180,7 +181,7 @@ def workloads_file(toml: bytes | None) -> str:
         return WORKLOADS_FILE
     table = data.get("workloads")
     name = table.get("file") if isinstance(table, dict) else None
-    if isinstance(name, str) and data_path_problem(name) is None:
+    if isinstance(name, str) and data_path_problem(name) is None and name.endswith(".jsonl"):
         return name
     return WORKLOADS_FILE
 
@@ -191,7 +192,7 @@ def _workload_files(folder: Path, toml: bytes | None) -> dict[str, bytes]:
     refused, whatever the watched directory)."""
     name = workloads_file(toml)
     inside = folder.resolve()
-    raw = _read_file(folder / name, WORKLOADS_LIMIT, inside)
+    raw = _read_file(folder / name, WORKLOADS_LIMIT, inside, "the task folder")
     if raw is None:
         return {}
     files = {name: raw}
@@ -200,7 +201,7 @@ def _workload_files(folder: Path, toml: bytes | None) -> dict[str, bytes]:
         for path in workload.data_files:
             if path in files:
                 continue
-            content = _read_file(folder / path, DATA_FILE_LIMIT, inside)
+            content = _read_file(folder / path, DATA_FILE_LIMIT, inside, "the task folder")
             if content is None:
                 raise TaskError(
                     f"{folder / name} line {workload.line}: {path}: no such file in the task folder"

@@ -335,6 +335,8 @@ class _TomlReader:
             if not isinstance(name, str):
                 raise self.fail("workloads.file", "must be a string")
             problem = data_path_problem(name)
+            if problem is None and not name.endswith(".jsonl"):
+                problem = "must name a .jsonl file (one Workload a line)"
             if problem is not None:
                 raise self.fail("workloads.file", f"{name[:80]!r} {problem}")
             self.out["workloads_file"] = name

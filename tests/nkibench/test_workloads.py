@@ -173,7 +173,7 @@ def test_a_safetensors_file_that_is_a_symlink_out_of_the_folder_is_refused(tmp_p
     folder = _task(tmp_path, GOOD)
     os.remove(folder / "blobs/indices.safetensors")
     os.symlink(outside, folder / "blobs/indices.safetensors")
-    with pytest.raises(TaskError, match="outside"):
+    with pytest.raises(TaskError, match=r"a symlink to .*outside the task folder"):
         load_task(folder)
 
 
@@ -198,6 +198,9 @@ def test_task_toml_may_name_the_workloads_file(tmp_path: Path) -> None:
         load_task(folder)
     toml.write_text(toml.read_text().replace("gone.jsonl", "../up.jsonl"))
     with pytest.raises(TaskError, match=r"workloads.file: '../up.jsonl' may not leave"):
+        load_task(folder)
+    toml.write_text(toml.read_text().replace("../up.jsonl", "kernel.py"))
+    with pytest.raises(TaskError, match=r"workloads.file: 'kernel.py' must name a .jsonl file"):
         load_task(folder)
 
 
