@@ -7,7 +7,9 @@ An NKI task (the default):
                           forward(*inputs); optional transform_to_nki_inputs(inputs) and
                           transform_nki_outputs(kernel_result, reference_result)
     <task>/task.toml      optional: tolerance, seeds, shape sets, roofline counts, limits,
-                          weight, tunables
+                          weight, tunables, the workloads' file
+    <task>/workloads.jsonl  optional: FlashInfer-Bench Workloads and the safetensors files
+                          they name (nkibench.task.workloads), each a shape set `w<index>`
 
 A Triton task (`backend = "triton"` in task.toml, which is then required with `dtype` and
 the roofline's counts):
