@@ -27,6 +27,7 @@ from events.catalog import KernelRemoved, KernelSourceChanged, TaskInvalid
 from nkibench.errors import TaskError
 from nkibench.task.files import TASK_FILES, folder_hash, name_problem, read_task_files
 from nkibench.task.spec import TaskSpec, load_task
+from nkibench.task.workloads import WORKLOADS_FILE, data_path_problem
 from store.base import EventStore
 from store.projections.library import FolderRecord
 from store.recorder import Recorder
@@ -98,7 +99,7 @@ def record_invalid(
 ) -> int:
     """Record that this revision of the folder does not load, or is not this daemon's to
     run, and why; its position in the log."""
-    file = next((f for f in TASK_FILES if f in message), None)
+    file = next((f for f in (*TASK_FILES, WORKLOADS_FILE) if f in message), None)
     event = TaskInvalid(
         task=name, task_dir=folder, content_hash=content_hash, file=file, message=message
     )
@@ -129,8 +130,10 @@ def materialize(store: EventStore, revision: KernelSourceChanged, root: Path) ->
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder.parent))
         try:
             for name, blob in revision.files.items():
-                if name not in TASK_FILES:
+                # a workloads' or safetensors file lies in the folder, perhaps in a subfolder
+                if name not in TASK_FILES and data_path_problem(name) is not None:
                     raise TaskError(f"{revision.task}: {name!r} is not a task file")
+                (staging / name).parent.mkdir(parents=True, exist_ok=True)
                 (staging / name).write_bytes(store.get_blob(blob))
             os.replace(staging, folder)
         except (OSError, TaskError):

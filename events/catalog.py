@@ -59,6 +59,7 @@ __all__ = [
     "TaskInvalid",
     "WorkerStarted",
     "WorkerStopped",
+    "WorkloadProfile",
 ]
 
 LatencyKind = Literal["measured", "estimated"]
@@ -125,10 +126,28 @@ class KernelRemoved(Event):
 # --- profiling ----------------------------------------------------------------------------
 
 
+class WorkloadProfile(BaseModel):
+    """A kernel's outcome on one workload of its task (a FlashInfer-Bench Workload): the
+    profile's latency is the geometric mean of these."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    name: str
+    """The workload's shape set: `w<index>`."""
+    uuid: str
+    correct: bool
+    latency_ms: float | None
+    latency_kind: LatencyKind | None
+    """"measured" (hardware) or "estimated" (a cost model), as the profile's."""
+    error_kind: str | None
+    max_rel_l2: float | None
+    pct_of_peak: float | None
+
+
 class ProfileRecorded(Event):
     """One kernel compiled, checked and timed on one backend; keyed by its job id."""
 
-    schema_version: ClassVar[int] = 4
+    schema_version: ClassVar[int] = 5
 
     job_id: str
     task: str
@@ -167,6 +186,11 @@ class ProfileRecorded(Event):
     ...`): on a GPU the config its autotuner chose (the timed run's); under the interpreter
     the configs the checked runs used in turn. Empty for a kernel without autotuning, or
     recorded before."""
+    # version 5: a task's workloads
+    workloads: list[WorkloadProfile] = Field(default_factory=list)
+    """A task with workloads profiled on `full`: each workload's outcome, in order, up to the
+    first that failed; `latency_ms` is the geometric mean of theirs. Empty for a task without
+    workloads, another shape set, or recorded before."""
 
 
 # --- the search ---------------------------------------------------------------------------

@@ -75,6 +75,12 @@ def _profile_v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "autotuned": {}}
 
 
+def _profile_v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
+    """v5 added each workload's outcome; a v4 profile ran one shape set (tasks had no
+    workloads when v4 was current)."""
+    return {**data, "workloads": []}
+
+
 def _source_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     """v2 added the kernel's dialect, which a v1 revision did not record."""
     return {**data, "dialect": None}
@@ -94,6 +100,7 @@ SHIPPED_UPCASTERS = Upcasters(
         ("ProfileRecorded", 1): _profile_v1_to_v2,
         ("ProfileRecorded", 2): _profile_v2_to_v3,
         ("ProfileRecorded", 3): _profile_v3_to_v4,
+        ("ProfileRecorded", 4): _profile_v4_to_v5,
     }
 )
 """The upcasters of the released schema history."""

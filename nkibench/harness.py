@@ -12,10 +12,15 @@ The parent trusts no child: results arrive on a channel it holds and are checked
 (nkibench.sandbox.results), the folders children see are made fresh for each of them
 (nkibench.sandbox.folders), and nothing that judges a kernel (the comparison, the estimate, the
 coverage of its outputs) runs in a process where the kernel ran.
+
+A task with workloads (nkibench.task.workloads) has a shape set per workload; checking or
+profiling it on `full` runs every workload in turn and combines their results
+(nkibench.policy.workloads).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import secrets
 import shutil
@@ -31,6 +36,7 @@ from nkibench.backend import Backend, Check, Inputs, Phase, PhaseOwner
 from nkibench.dialects import check_target, get_dialect
 from nkibench.errors import BackendUnavailable, ErrorKind, PhaseFailure, recordable
 from nkibench.policy.roofline import Peaks, Work, pct_of_peak, roofline
+from nkibench.policy.workloads import WorkloadRun, combine
 from nkibench.result import KernelResult
 from nkibench.sandbox import results
 from nkibench.sandbox.folders import SessionFolders
@@ -40,6 +46,8 @@ from nkibench.sandbox.results import MalformedResult
 from nkibench.sandbox.static_check import check_source, violation_kind
 from nkibench.task.files import KERNEL_FILE, REFERENCE_FILE, TASK_FILES
 from nkibench.task.spec import TaskSpec, defined_function
+from nkibench.task.toml import FULL
+from nkibench.task.workloads import DATA_FILE_LIMIT
 
 __all__ = ["Inputs", "Session", "check_kernel", "fresh_seeds", "profile_kernel", "run_phase"]
 
@@ -193,6 +201,7 @@ class Session:
             "overrides": self.task.overrides(self.shapes),
             "seeds": list(self.seeds),
             "fixed_inputs": list(self.task.fixed_inputs),
+            "workload_inputs": self.task.workload_inputs(self.shapes),
         }
 
     def folder(self, name: str) -> Path:
@@ -388,7 +397,22 @@ def copy_task(task: TaskSpec, folder: Path) -> Path:
             shutil.copyfile(task.path / name, folder / name)
     if (folder / REFERENCE_FILE).read_text(encoding="utf-8") != task.reference_source:
         raise PhaseFailure("task", f"{task.path / REFERENCE_FILE}: changed while it was checked")
+    for name, digest in task.workload_files.items():
+        _copy_checked(task.path / name, folder / name, digest)
     return folder
+
+
+def _copy_checked(source: Path, target: Path, digest: str) -> None:
+    """A workloads' or data file into the session's copy, refused unless it is what the task
+    was loaded from (read bounded: the folder may have changed since)."""
+    content = b""
+    if source.is_file():
+        with source.open("rb") as file:
+            content = file.read(DATA_FILE_LIMIT + 1)
+    if hashlib.sha256(content).hexdigest() != digest:
+        raise PhaseFailure("task", f"{source}: changed (or went) since the task was loaded")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content)
 
 
 def fresh_seeds(count: int) -> tuple[int, ...]:
@@ -505,6 +529,20 @@ def _evaluate(
     limits: Limits | None,
     cancel: threading.Event | None = None,
 ) -> KernelResult:
+    if shapes == FULL and task.workloads:
+        return _evaluate_workloads(
+            task,
+            backend,
+            profile=profile,
+            kernel_source=kernel_source,
+            seeds=seeds,
+            target=target,
+            order_check=order_check,
+            workdir=workdir,
+            threads=threads,
+            limits=limits,
+            cancel=cancel,
+        )
     started = time.monotonic()
     refusal = backend.refusal(task.dialect)
     if refusal is not None:
@@ -548,6 +586,39 @@ def _evaluate(
     result.fingerprint = backend.fingerprint(target)
     result.duration_s = time.monotonic() - started
     return result
+
+
+def _evaluate_workloads(
+    task: TaskSpec,
+    backend: Backend,
+    *,
+    seeds: tuple[int, ...] | None,
+    target: str,
+    limits: Limits | None,
+    **options: Any,
+) -> KernelResult:
+    """`full` on a task with workloads: every workload in turn (each its own shape set, on
+    the same seeds), up to the first the kernel fails; the result over them all
+    (nkibench.policy.workloads: the latency is the geometric mean of theirs)."""
+    default = fresh_seeds(len(task.seeds)) if backend.fresh_inputs else task.seeds
+    chosen = tuple(seeds or default)
+    runs: list[WorkloadRun] = []
+    for workload in task.workloads:
+        found = _evaluate(
+            task,
+            backend,
+            shapes=workload.name,
+            seeds=chosen,
+            target=target,
+            limits=limits,
+            **options,
+        )
+        runs.append(WorkloadRun(workload.name, workload.uuid, found))
+        if not found.correct:
+            break
+    first = runs[0].result
+    into = KernelResult(task.name, backend.name, first.target, FULL, dialect=task.dialect)
+    return combine(into, runs)
 
 
 def check_kernel(

@@ -4,13 +4,29 @@ and what a `ProfileRecorded` event carries."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from nkibench.errors import ErrorKind
 
-__all__ = ["KernelResult", "LatencyKind"]
+__all__ = ["KernelResult", "LatencyKind", "WorkloadOutcome"]
 
 LatencyKind = Literal["estimated", "measured"]
+
+
+class WorkloadOutcome(TypedDict):
+    """One workload's part of a result over a task's workloads (nkibench.policy.workloads): a
+    plain dict, so that a result read back from JSON (a job's row) is the same value."""
+
+    name: str
+    """Its shape set: `w<index>`."""
+    uuid: str
+    correct: bool
+    latency_ms: float | None
+    latency_kind: LatencyKind | None
+    """"estimated" (a cost model) or "measured" (hardware), as the result's."""
+    error_kind: str | None
+    max_rel_l2: float | None
+    pct_of_peak: float | None
 
 
 @dataclass
@@ -69,6 +85,10 @@ class KernelResult:
     """Triton: each autotuned kernel's configs, as the kernel's child reported them: on a GPU
     the config the autotuner chose (the measured run's when profiling), under the interpreter
     the configs the checked runs used in turn (nkibench.backends.triton.launches)."""
+
+    workloads: list[WorkloadOutcome] = field(default_factory=list)
+    """A task with workloads profiled on `full`: each workload's outcome, in order, up to the
+    first that failed; `latency_ms` is then the geometric mean of theirs."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -16,7 +16,13 @@ from typing import Protocol
 from agents.search import ids
 from agents.search.record import SearchRecord
 from agents.search.selection import Measured
-from events.catalog import CandidateGenerated, ProfilePurpose, ProfileRecorded, RejectReason
+from events.catalog import (
+    CandidateGenerated,
+    ProfilePurpose,
+    ProfileRecorded,
+    RejectReason,
+    WorkloadProfile,
+)
 from nkibench.result import KernelResult
 from nkibench.task.spec import TaskSpec
 
@@ -149,4 +155,5 @@ def profile_event(
         estimate_ms=(result.estimate or {}).get("latency_ms"),
         dialect=result.dialect,
         autotuned=result.autotuned,
+        workloads=[WorkloadProfile.model_validate(w) for w in result.workloads],
     )

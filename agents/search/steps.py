@@ -197,6 +197,10 @@ def _planner_profile(profile: ProfileRecorded) -> dict[str, Any]:
     shown.update({k: profile.counters[k] for k in PROFILE_FIELDS if k in profile.counters})
     if profile.autotuned:  # the config each autotuned kernel was timed with (Triton)
         shown["autotuned"] = profile.autotuned
+    if profile.workloads:  # the latency is their geometric mean: which sizes are slow
+        shown["workloads"] = [
+            {"name": w.name, "uuid": w.uuid, "latency": w.latency_ms} for w in profile.workloads
+        ]
     if profile.latency_kind == "estimated" and profile.backend == "nkisim":
         shown["estimate_caveats"] = caveats(profile.counters)  # the Trainium cost model's
     return shown

@@ -101,6 +101,12 @@ def _profile_lines(result: KernelResult) -> list[str]:
     kind = result.latency_kind or "estimated"
     model = f", model {result.model_version}" if result.model_version else ""
     lines = [head + "correct", f"latency   {result.latency_ms:.4f} ms ({KIND_NOTE[kind]}{model})"]
+    if result.workloads:
+        lines[-1] += f", the geometric mean over {len(result.workloads)} workloads"
+    for workload in result.workloads:
+        latency = workload["latency_ms"]
+        timed = f"{latency:.4f} ms ({workload['latency_kind']})" if latency else "not timed"
+        lines.append(f"workload  {workload['name']} (uuid {workload['uuid'][:36]}): {timed}")
     if result.latency_stats:
         stats = result.latency_stats
         lines.append(

@@ -92,7 +92,8 @@ def kernel_options(function: F) -> F:
             click.option(
                 "--shapes",
                 default=None,
-                help="A shape set of the task (full: reference.py's own constants). Default: "
+                help="A shape set of the task (full: reference.py's own constants, or every "
+                "workload of a task with workloads.jsonl; w0, w1...: one workload). Default: "
                 "check and profile the task's smallest (small where it defines one, else "
                 "full); optimize and the daemon full.",
             ),

@@ -32,7 +32,8 @@ PORT_TARGETS = NKI.targets
 
 def write_ported_folder(task: TaskSpec, outcome: PortOutcome, out: Path) -> None:
     """The ported task: its kernel.py the verified port (headed by where it came from), its
-    reference.py and task.toml the original's. `out` must not exist yet."""
+    reference.py, task.toml and workloads (with their data files) the original's. `out` must
+    not exist yet."""
     assert outcome.source is not None
     out.mkdir(parents=True)
     header = (
@@ -40,8 +41,9 @@ def write_ported_folder(task: TaskSpec, outcome: PortOutcome, out: Path) -> None
         f"port {outcome.port_id};\n# verified by nkisim on every seed of the task.\n"
     )
     (out / KERNEL_FILE).write_text(header + outcome.source)
-    for name in (REFERENCE_FILE, TOML_FILE):
+    for name in (REFERENCE_FILE, TOML_FILE, *task.workload_files):
         if (task.path / name).is_file():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(task.path / name, out / name)
 
 

@@ -23,6 +23,7 @@ from nkibench.errors import TaskError
 from nkibench.policy.flop_count import compulsory_bytes, count_forward
 from nkibench.sandbox.arrays import listed, value_spec
 from nkibench.sandbox.values import call, named
+from nkibench.sandbox.workload_inputs import WorkloadValues, load_numpy
 from nkibench.task.safe_eval import module_bindings
 
 __all__ = [
@@ -162,10 +163,18 @@ class FixedInputs:
     get_inputs() under FIXED_SEED, and put in place of the same inputs of every seed's draw,
     which must have their shape and dtype (their shape may not depend on the seed)."""
 
-    def __init__(self, declared: Sequence[str | int], reseed: Callable[[int], Any]) -> None:
+    def __init__(
+        self,
+        declared: Sequence[str | int],
+        reseed: Callable[[int], Any],
+        workload: WorkloadValues | None = None,
+    ) -> None:
         self.declared = list(declared)
         self.reseed = reseed
         self.drawn: dict[int, Any] | None = None
+        self.workload = workload
+        """A workload's scalar and safetensors inputs, put in place last (they are the
+        workload's own, whatever the draw)."""
 
     def draw(self, module: ModuleType, seed: int) -> tuple[list[Any], list[str] | None]:
         """get_inputs() under `seed`, the fixed inputs in place."""
@@ -187,6 +196,8 @@ class FixedInputs:
                     "shape may not depend on the seed)"
                 )
             values[position] = copy.deepcopy(fixed)  # forward() may not change it for others
+        if self.workload is not None:
+            self.workload.apply(module, values, names)
         return values, names
 
 
@@ -197,15 +208,17 @@ def names_of(inputs: list[str] | None, outputs: list[str] | None) -> dict[str, l
 
 
 def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
-    """get_inputs() under np.random.seed(seed) (FIXED_INPUTS drawn once under FIXED_SEED) and
-    forward() per seed, with AccelOpt's optional
-    transform_to_nki_inputs; both saved, with the work counted once when asked."""
+    """get_inputs() under np.random.seed(seed) (FIXED_INPUTS drawn once under FIXED_SEED, a
+    workload's scalar and safetensors inputs in place) and forward() per seed, with AccelOpt's
+    optional transform_to_nki_inputs; both saved, with the work counted once when asked."""
     path = request["reference"]
     module = reference_module(request)
     data, expected_dir = Path(request["data_dir"]), Path(request["expected_dir"])
     seeds: dict[str, Any] = {}
     work: dict[str, Any] | None = None
-    fixed = FixedInputs(request.get("fixed_inputs", []), np.random.seed)
+    fixed = FixedInputs(
+        request.get("fixed_inputs", []), np.random.seed, WorkloadValues(request, load_numpy)
+    )
     for seed in request["seeds"]:
         folder = data / f"seed_{seed}"
         folder.mkdir()

@@ -8,7 +8,9 @@ only regular files are read (a FIFO would block the reader for ever); and, given
 directory as `root`, a task file or folder that resolves outside it (a symlink out, or a
 symlink loop) is refused, so that no outside file's content is ever copied into the log. A
 task's name becomes a path component of the daemon's state (`revisions/<hash>/<task>`,
-`library/<task>`), so it must be a plain identifier (TASK_NAME).
+`library/<task>`), so it must be a plain identifier (TASK_NAME). A task's workloads
+(workloads.jsonl and the safetensors files its lines name: nkibench.task.workloads) are read
+with it, each within its limit, all of them inside the task folder itself.
 """
 
 from __future__ import annotations
@@ -17,12 +19,21 @@ import contextlib
 import errno
 import hashlib
 import os
-import re
 import stat
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
 from nkibench.errors import TaskError
+from nkibench.task.names import TASK_NAME, VALUE_NAME, name_problem
+from nkibench.task.workloads import (
+    DATA_FILE_LIMIT,
+    DATA_TOTAL_LIMIT,
+    WORKLOADS_FILE,
+    WORKLOADS_LIMIT,
+    data_path_problem,
+    parse_workloads,
+)
 
 __all__ = [
     "FILE_LIMITS",
@@ -35,6 +46,7 @@ __all__ = [
     "folder_hash",
     "name_problem",
     "read_task_files",
+    "workloads_file",
 ]
 
 KERNEL_FILE, REFERENCE_FILE, TOML_FILE = "kernel.py", "reference.py", "task.toml"
@@ -42,24 +54,6 @@ TASK_FILES = (KERNEL_FILE, REFERENCE_FILE, TOML_FILE)
 FILE_LIMITS = {KERNEL_FILE: 256 * 1024, REFERENCE_FILE: 256 * 1024, TOML_FILE: 64 * 1024}
 """Bytes a task file may hold: 40x the largest suite file, and about 120 MB of parser memory
 at most (a 5 MB kernel.py took 2.26 GB and 35 s to parse inside the daemon)."""
-TASK_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}")
-"""A task name (fullmatch): ASCII letters, digits, `_`, `-` and `.`, not leading (no `..`,
-no hidden file), at most 128 characters (FlashInfer-Bench's definition and solution names
-run to 118). It names folders of the daemon's state (a path component: 255 bytes at most)."""
-
-VALUE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-"""An input's or output's name (fullmatch): a Python identifier of at most 128 characters
-(get_inputs()'s and forward()'s dict keys, task.toml's `[outputs.<name>]`)."""
-
-
-def name_problem(name: str) -> str | None:
-    """Why `name` cannot be a task's name, or None if it can."""
-    if TASK_NAME.fullmatch(name):
-        return None
-    return (
-        f"{name!r} is not a task name: use at most 128 ASCII letters, digits, `_`, `-` and `.` "
-        "(not leading)"
-    )
 
 
 def folder_hash(files: Mapping[str, bytes]) -> str:
@@ -101,9 +95,12 @@ def _check_folder(folder: Path, root: Path) -> None:
         raise TaskError(f"{folder}: a symlink to {real}, outside the watched directory {root}")
 
 
-def _read_file(path: Path, limit: int, root: Path | None) -> bytes | None:
+def _read_file(
+    path: Path, limit: int, root: Path | None, boundary: str = "the watched directory"
+) -> bytes | None:
     """The file's bytes (None: no such file), read through one descriptor that was checked
-    first: where it really is, that it is a regular file, and its size."""
+    first: where it really is (inside `root`, which `boundary` names), that it is a regular
+    file, and its size."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -126,9 +123,7 @@ def _read_file(path: Path, limit: int, root: Path | None) -> bytes | None:
             except OSError:
                 real = os.path.realpath(path)
             if not _inside(real, root):
-                raise TaskError(
-                    f"{path}: a symlink to {real}, outside the watched directory {root}"
-                )
+                raise TaskError(f"{path}: a symlink to {real}, outside {boundary} {root}")
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode):
             raise TaskError(f"{path}: not a regular file")
@@ -172,4 +167,50 @@ def read_task_files(folder: Path, *, root: Path | None = None) -> dict[str, byte
         content = _read_file(folder / name, FILE_LIMITS[name], root)
         if content is not None:
             files[name] = content
+    files |= _workload_files(folder, files.get(TOML_FILE))
+    return files
+
+
+def workloads_file(toml: bytes | None) -> str:
+    """The workloads' file task.toml names (`[workloads] file`), else workloads.jsonl. A
+    task.toml that does not parse, or a name that is no path in the folder, names the default
+    here: load_task reports the problem."""
+    try:
+        data = tomllib.loads(toml.decode("utf-8")) if toml else {}
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return WORKLOADS_FILE
+    table = data.get("workloads")
+    name = table.get("file") if isinstance(table, dict) else None
+    if isinstance(name, str) and data_path_problem(name) is None and name.endswith(".jsonl"):
+        return name
+    return WORKLOADS_FILE
+
+
+def _workload_files(folder: Path, toml: bytes | None) -> dict[str, bytes]:
+    """The workloads' file, where there is one, and the safetensors files its lines name, by
+    their paths relative to the folder, which none of them may leave (a symlink out is
+    refused, whatever the watched directory)."""
+    name = workloads_file(toml)
+    inside = folder.resolve()
+    raw = _read_file(folder / name, WORKLOADS_LIMIT, inside, "the task folder")
+    if raw is None:
+        return {}
+    files = {name: raw}
+    total = 0
+    for workload in parse_workloads(folder / name, raw):
+        for path in workload.data_files:
+            if path in files:
+                continue
+            content = _read_file(folder / path, DATA_FILE_LIMIT, inside, "the task folder")
+            if content is None:
+                raise TaskError(
+                    f"{folder / name} line {workload.line}: {path}: no such file in the task folder"
+                )
+            total += len(content)
+            if total > DATA_TOTAL_LIMIT:
+                raise TaskError(
+                    f"{folder / name}: the safetensors files it names hold more than "
+                    f"{_size(DATA_TOTAL_LIMIT)} together (at {path})"
+                )
+            files[path] = content
     return files

@@ -7,7 +7,9 @@ An NKI task (the default):
                           forward(*inputs); optional transform_to_nki_inputs(inputs) and
                           transform_nki_outputs(kernel_result, reference_result)
     <task>/task.toml      optional: tolerance, seeds, shape sets, roofline counts, limits,
-                          weight, tunables
+                          weight, tunables, the workloads' file
+    <task>/workloads.jsonl  optional: FlashInfer-Bench Workloads and the safetensors files
+                          they name (nkibench.task.workloads), each a shape set `w<index>`
 
 A Triton task (`backend = "triton"` in task.toml, which is then required with `dtype` and
 the roofline's counts):
@@ -31,6 +33,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import hashlib
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -50,7 +54,13 @@ from nkibench.task.files import (
     name_problem,
     read_task_files,
 )
-from nkibench.task.safe_eval import Number, evaluate, module_bindings, module_constants
+from nkibench.task.safe_eval import (
+    Number,
+    UnsafeExpression,
+    evaluate,
+    module_bindings,
+    module_constants,
+)
 from nkibench.task.toml import (
     DEFAULT_MEMORY_MB,
     DEFAULT_REL_TOL,
@@ -59,6 +69,7 @@ from nkibench.task.toml import (
     FULL,
     read_toml,
 )
+from nkibench.task.workloads import WORKLOADS_FILE, Workload, check_data_files, parse_workloads
 
 __all__ = [
     "TaskSpec",
@@ -81,7 +92,8 @@ class TaskSpec:
     constants: dict[str, Number]
     """reference.py's module-level constants: the `full` shape set."""
     shape_sets: dict[str, dict[str, Number]] = field(default_factory=dict)
-    """Named overrides of constants (`small`, ...); `full` has none."""
+    """Named overrides of constants (`small`, ..., and each workload's axes: `w0`, `w1`...);
+    `full` has none."""
     rel_tol: float = DEFAULT_REL_TOL
     seeds: tuple[int, ...] = DEFAULT_SEEDS
     roofline: dict[str, str] = field(default_factory=dict)
@@ -109,6 +121,12 @@ class TaskSpec:
     """reference.py's FIXED_INPUTS: the inputs (by name or position) drawn once, under a fixed
     seed, and the same in every seed's inputs (index arrays, page tables)."""
     content_hash: str = ""
+    workloads: tuple[Workload, ...] = ()
+    """The task's workloads (nkibench.task.workloads): each a shape set of its own, named
+    `w<index>`; profiling `full` means every one of them."""
+    workload_files: dict[str, str] = field(default_factory=dict)
+    """The workloads' file and the safetensors files it names: path in the folder -> sha256
+    (a copy made to run them is checked against it)."""
     dialect: str = NKI_LEGACY.name
     """The kernel language (nkibench.dialects): from kernel.py's imports, or task.toml's
     `dialect`, or (a kernel importing no kernel package) the one its backend runs first."""
@@ -136,7 +154,19 @@ class TaskSpec:
 
     @property
     def shape_names(self) -> list[str]:
-        return [FULL, *sorted(self.shape_sets)]
+        named = {w.name for w in self.workloads}
+        declared = sorted(set(self.shape_sets) - named)
+        return [FULL, *declared, *(w.name for w in self.workloads)]
+
+    def workload(self, shapes: str) -> Workload | None:
+        """The workload a shape set is, if it is one."""
+        return next((w for w in self.workloads if w.name == shapes), None)
+
+    def workload_inputs(self, shapes: str) -> dict[str, dict[str, Any]]:
+        """A workload's inputs, as the reference's child is told of them (its scalar and
+        safetensors inputs are fixed across seeds); empty for any other shape set."""
+        workload = self.workload(shapes)
+        return workload.request if workload is not None else {}
 
     def overrides(self, shapes: str) -> dict[str, Number]:
         if shapes == FULL:
@@ -154,13 +184,22 @@ class TaskSpec:
             return dict(self.constants)
         return module_constants(ast.parse(self.reference_source), overrides)
 
+    def _limit_key(self, shapes: str) -> str:
+        """Whose time limit a shape set has: a workload without one of its own has full's
+        (a workload is a real size, as full is)."""
+        if self.workload(shapes) is not None and shapes not in self.timeout_s:
+            return FULL
+        return shapes
+
     def timeout_for(self, shapes: str) -> float:
-        return self.timeout_s.get(shapes, self.timeout_s.get("*", DEFAULT_TIMEOUT_S["*"]))
+        key = self._limit_key(shapes)
+        return self.timeout_s.get(key, self.timeout_s.get("*", DEFAULT_TIMEOUT_S["*"]))
 
     def declares_timeout(self, shapes: str) -> bool:
         """Whether task.toml sets the time limit of this shape set (itself, or for all)."""
-        return shapes in self.timeout_declared or (
-            "*" in self.timeout_declared and shapes not in self.timeout_s
+        key = self._limit_key(shapes)
+        return key in self.timeout_declared or (
+            "*" in self.timeout_declared and key not in self.timeout_s
         )
 
     def roofline_counts(
@@ -271,6 +310,58 @@ def _fixed_inputs(path: Path, tree: ast.Module) -> tuple[str | int, ...]:
     return found
 
 
+def _workloads(
+    folder: Path,
+    files: Mapping[str, bytes],
+    declared: str | None,
+    reference: ast.Module,
+    settings: dict[str, Any],
+) -> dict[str, Any]:
+    """The task's workloads (TaskSpec's fields by name), checked against reference.py: their
+    axes are its constants, their shape sets' names are free, and the roofline's formulas
+    hold under each of them."""
+    name = declared or WORKLOADS_FILE
+    if name not in files:
+        if declared is not None:
+            raise TaskError(
+                f"{folder / TOML_FILE}: workloads.file: {name}: no such file in the task folder"
+            )
+        return {}
+    path = folder / name
+    workloads = parse_workloads(path, files[name])
+    if not workloads:
+        raise TaskError(f"{path}: holds no workload (remove the file, or give it a line)")
+    check_data_files(path, workloads, dict(files))
+    constants = module_constants(reference)
+    shape_sets: dict[str, dict[str, Number]] = settings.setdefault("shape_sets", {})
+    for workload in workloads:
+        where = f"{path} line {workload.line}"
+        for axis in workload.axes:
+            if axis not in constants:
+                raise TaskError(
+                    f"{where}: axes.{axis}: reference.py has no module-level constant {axis}"
+                )
+        if workload.name in shape_sets:
+            raise TaskError(
+                f"{folder / TOML_FILE}: [shapes.{workload.name}]: `w<index>` names the "
+                f"workloads of {name}; rename the shape set"
+            )
+        values = module_constants(reference, workload.axes)
+        for key, expression in settings.get("roofline", {}).items():
+            try:
+                value = evaluate(expression, values)
+            except (UnsafeExpression, ArithmeticError) as e:
+                raise TaskError(f"{where}: roofline.{key} under its axes: {e}") from None
+            if not (math.isfinite(value) and value >= 0):
+                raise TaskError(f"{where}: roofline.{key} under its axes is {value!r}, not ≥ 0")
+        shape_sets[workload.name] = dict(workload.axes)
+    kept = [name, *sorted({p for w in workloads for p in w.data_files})]
+    return {
+        "workloads": tuple(workloads),
+        "workload_files": {p: hashlib.sha256(files[p]).hexdigest() for p in kept},
+    }
+
+
 def _task_dialect(folder: Path, kernel_tree: ast.Module, settings: dict[str, Any]) -> str:
     """The task's dialect (task.toml's `dialect` wins over kernel.py's imports), which its
     backend must run."""
@@ -331,6 +422,9 @@ def load_task(
                 f"folder or give {TOML_FILE} a `name`"
             )
     task_name: str = settings.pop("name", folder.name)
+    settings |= _workloads(
+        folder, files, settings.pop("workloads_file", None), reference_tree, settings
+    )
     return TaskSpec(
         name=task_name,
         path=folder,

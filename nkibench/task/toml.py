@@ -26,6 +26,7 @@ from nkibench.errors import TaskError
 from nkibench.policy.tolerance import OUTPUT_DTYPES, Tolerance
 from nkibench.task.files import VALUE_NAME, name_problem
 from nkibench.task.safe_eval import Number, UnsafeExpression, evaluate, module_constants
+from nkibench.task.workloads import data_path_problem
 
 __all__ = [
     "DEFAULT_MEMORY_MB",
@@ -70,6 +71,7 @@ _TOP_KEYS = (
     "tunables",
     "allow_torch_compute",
     "outputs",
+    "workloads",
 )
 OUTPUT_KEYS = ("dtype", "rel_tol", "atol", "rtol", "matched_ratio")
 
@@ -143,6 +145,7 @@ class _TomlReader:
         self._roofline()
         self._limits()
         self._tunables()
+        self._workloads()
         return self.out
 
     def _declared_dtype(self, declared: DeclaredDtype) -> None:
@@ -322,6 +325,21 @@ class _TomlReader:
             if not isinstance(choices, list) or not choices:
                 raise self.fail(f"tunables.{name}", "must be a non-empty list of choices")
         self.out["tunables"] = tunables
+
+    def _workloads(self) -> None:
+        """`[workloads] file`: the workloads' file (nkibench.task.workloads), a path in the
+        task folder; read by read_task_files, checked with reference.py by load_task."""
+        workloads = self.table("workloads", ("file",))
+        if "file" in workloads:
+            name = workloads["file"]
+            if not isinstance(name, str):
+                raise self.fail("workloads.file", "must be a string")
+            problem = data_path_problem(name)
+            if problem is None and not name.endswith(".jsonl"):
+                problem = "must name a .jsonl file (one Workload a line)"
+            if problem is not None:
+                raise self.fail("workloads.file", f"{name[:80]!r} {problem}")
+            self.out["workloads_file"] = name
 
 
 def read_toml(path: Path, raw: bytes, reference: ast.Module) -> dict[str, Any]:

@@ -280,3 +280,24 @@ def test_the_planner_sees_the_config_an_autotuned_kernel_was_timed_with() -> Non
     tuned = profile("silu", "h", backend="triton", target="H100", autotuned=chosen)
     assert _planner_profile(tuned)["autotuned"] == chosen
     assert "autotuned" not in _planner_profile(profile("silu", "h", backend="triton"))
+
+
+def test_the_planner_sees_each_workloads_latency_beside_their_geometric_mean() -> None:
+    def outcome(name: str, latency: float) -> dict[str, object]:
+        return {
+            "name": name,
+            "uuid": f"u-{name}",
+            "correct": True,
+            "latency_ms": latency,
+            "latency_kind": "estimated",
+            "error_kind": None,
+            "max_rel_l2": 0.0,
+            "pct_of_peak": None,
+        }
+
+    over = profile("silu", "h", latency_ms=2.0, workloads=[outcome("w0", 1.0), outcome("w1", 4.0)])
+    assert _planner_profile(over)["workloads"] == [
+        {"name": "w0", "uuid": "u-w0", "latency": 1.0},
+        {"name": "w1", "uuid": "u-w1", "latency": 4.0},
+    ]
+    assert "workloads" not in _planner_profile(profile("silu", "h"))

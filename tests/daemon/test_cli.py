@@ -621,3 +621,54 @@ def test_a_profile_names_the_configs_of_each_autotuned_kernel() -> None:
     )
     lines = _profile_lines(result)
     assert "autotuned silu_kernel: BLOCK=128, num_warps=4 | BLOCK=256, num_warps=8" in lines
+
+
+def test_a_profile_over_workloads_shows_each_workloads_latency_and_kind() -> None:
+    from daemon.cli.kernels import _profile_lines
+    from nkibench.result import KernelResult, WorkloadOutcome
+
+    def outcome(name: str, latency: float) -> WorkloadOutcome:
+        return WorkloadOutcome(
+            name=name,
+            uuid=f"uuid-{name}",
+            correct=True,
+            latency_ms=latency,
+            latency_kind="estimated",
+            error_kind=None,
+            max_rel_l2=0.0,
+            pct_of_peak=None,
+        )
+
+    result = KernelResult(
+        "silu",
+        "nkisim",
+        "trn2",
+        "full",
+        compiled=True,
+        correct=True,
+        latency_ms=2.0,
+        latency_kind="estimated",
+        workloads=[outcome("w0", 1.0), outcome("w1", 4.0)],
+    )
+    lines = _profile_lines(result)
+    assert lines[1] == (
+        "latency   2.0000 ms (estimated by the cost model), the geometric mean over 2 workloads"
+    )
+    assert lines[2:4] == [
+        "workload  w0 (uuid uuid-w0): 1.0000 ms (estimated)",
+        "workload  w1 (uuid uuid-w1): 4.0000 ms (estimated)",
+    ]
+
+
+def test_a_ported_folder_keeps_the_tasks_workloads_and_their_files(tmp_path: Path) -> None:
+    from agents.port import PortOutcome
+    from daemon.cli.port import write_ported_folder
+    from nkibench.task.spec import load_task
+    from tests.support import DATA
+
+    task = load_task(DATA / "format" / "gather_workloads")
+    outcome = PortOutcome("p1", True, 1, task.kernel_source, None, "ported")
+    write_ported_folder(task, outcome, tmp_path / "out")
+    ported = load_task(tmp_path / "out")
+    assert [w.uuid for w in ported.workloads] == [w.uuid for w in task.workloads]
+    assert ported.workload_files == task.workload_files

@@ -10,7 +10,13 @@ from collections import Counter
 from daemon.views.report.html import render_report
 from daemon.views.report.model import ReportProjection, ReportState
 from daemon.views.report.view import CandidateRow, ReportView, build_view
-from events.catalog import CandidateGenerated, KernelPromoted, LLMCallCompleted, ProfileRecorded
+from events.catalog import (
+    CandidateGenerated,
+    KernelPromoted,
+    LLMCallCompleted,
+    ProfileRecorded,
+    WorkloadProfile,
+)
 from events.codec import decode, encode
 from events.envelope import StoredEvent
 from events.projection import fold
@@ -102,3 +108,47 @@ def test_the_config_an_autotuned_kernel_was_profiled_with_is_shown() -> None:
     assert [r.autotuned for r in rows(view) if r.candidate_id == event.candidate_id] == [text]
     assert f'<div class="autotuned note">{text}</div>' in render_report(view)
     assert {r.autotuned for r in rows(build_view(folded(LOG), lambda hashes: {}))} == {""}
+
+
+def test_each_workloads_latency_is_shown_under_the_candidates() -> None:
+    """ProfileRecorded v5 carries each workload's outcome: the candidate keeps its latest
+    profile's, and the search tree shows each latency with its kind under their mean."""
+    stored = next(
+        e
+        for e in LOG
+        if e.type == "ProfileRecorded" and decode(e).event.candidate_id  # type: ignore[attr-defined]
+    )
+    event = decode(stored).event
+    assert isinstance(event, ProfileRecorded)
+    assert event.candidate_id is not None
+    assert event.workloads == []  # recorded before v5: upcast to none
+    over = [
+        WorkloadProfile(
+            name=name,
+            uuid=f"u-{name}",
+            correct=True,
+            latency_ms=ms,
+            latency_kind="estimated",
+            error_kind=None,
+            max_rel_l2=0.0,
+            pct_of_peak=None,
+        )
+        for name, ms in (("w0", 1.5), ("w1", 6.0))
+    ]
+    recorded = encode(event.model_copy(update={"latency_ms": 3.0, "workloads": over}))
+    again = stored._replace(
+        position=LOG[-1].position + 1,
+        event_id="01936f00-0000-7000-8000-00000000fffe",
+        schema_version=recorded.schema_version,
+        data=recorded.data,
+    )
+    state = folded([*LOG, again])
+    assert state.candidates[event.candidate_id].workloads == [
+        ("w0", 1.5, "estimated"),
+        ("w1", 6.0, "estimated"),
+    ]
+    view = build_view(state, lambda hashes: {})
+    text = "w0: 1.5 ms (e)\nw1: 6 ms (e)"
+    assert [r.workloads for r in rows(view) if r.candidate_id == event.candidate_id] == [text]
+    assert f'<div class="workloads note">{text}</div>' in render_report(view)
+    assert {r.workloads for r in rows(build_view(folded(LOG), lambda hashes: {}))} == {""}

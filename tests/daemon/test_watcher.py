@@ -26,7 +26,7 @@ from store.base import blob_hash
 from store.memory import MemoryEventStore
 from store.projections.library import LibraryProjection, LibraryState
 from store.recorder import Recorder
-from tests.support import factories
+from tests.support import DATA, factories
 
 Lifecycle = KernelSourceChanged | TaskInvalid | KernelRemoved
 
@@ -376,3 +376,55 @@ def test_optimize_records_a_folder_once_and_again_after_it_changed(root: Path) -
     task = load_task(folder)
     assert record_task(recorder, task, library_of(store).folder_records.get(str(task.path)))
     assert [type(e).__name__ for e in lifecycle(store)] == ["KernelSourceChanged"] * 2
+
+
+# --- workloads ----------------------------------------------------------------------------
+
+
+def test_a_tasks_workloads_and_their_files_are_recorded_and_rebuilt_for_workers(
+    root: Path, tmp_path: Path
+) -> None:
+    """workloads.jsonl and the safetensors files it names (in a subfolder) are part of the
+    revision: recorded as blobs, rebuilt by materialize, and a change to a data file alone is a
+    new revision."""
+    folder = root / "gather"
+    shutil.copytree(DATA / "format" / "gather_workloads", folder)
+    store = MemoryEventStore()
+    watcher = TaskWatcher(root, Recorder(store), dialects=("triton",), library=library_of(store))
+    watcher.rescan(recheck=True)
+    revision = lifecycle(store)[-1]
+    assert isinstance(revision, KernelSourceChanged)
+    assert set(revision.files) == {
+        "kernel.py",
+        "reference.py",
+        "task.toml",
+        "workloads.jsonl",
+        "blobs/indices.safetensors",
+    }
+    rebuilt = materialize(store, revision, tmp_path / "revisions")
+    assert [w.name for w in rebuilt.workloads] == ["w0", "w1"]
+    assert rebuilt.content_hash == revision.content_hash
+    blob = folder / "blobs" / "indices.safetensors"
+    assert (rebuilt.path / "blobs" / "indices.safetensors").read_bytes() == blob.read_bytes()
+    raw = bytearray(blob.read_bytes())
+    raw[-1] ^= 1  # another index, same header
+    blob.write_bytes(bytes(raw))
+    watcher.rescan()
+    changed = lifecycle(store)[-1]
+    assert isinstance(changed, KernelSourceChanged)
+    assert changed.content_hash != revision.content_hash
+
+
+def test_a_recorded_file_name_that_climbs_out_is_not_rebuilt(tmp_path: Path) -> None:
+    store = MemoryEventStore()
+    blob = store.put_blob(b"x")
+    forged = KernelSourceChanged(
+        task="gather",
+        task_dir="/kernels/gather",
+        content_hash="0" * 64,
+        files={"kernel.py": blob, "../../escape.safetensors": blob},
+        dialect="triton",
+    )
+    with pytest.raises(TaskError, match=r"'\.\./\.\./escape\.safetensors' is not a task file"):
+        materialize(store, forged, tmp_path / "revisions")
+    assert not (tmp_path / "escape.safetensors").exists()

@@ -9,11 +9,14 @@ insists.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from agents.memory import MemoryProjection
-from events.catalog import EVENT_TYPES
+from events.catalog import EVENT_TYPES, ProfileRecorded
 from events.codec import canonical_json, decode, encode
 from events.envelope import NewEvent, StoredEvent
 from events.projection import Projection, fold
@@ -102,3 +105,27 @@ def test_a_log_written_before_the_layout_change_replays_to_the_same_projections(
         state = fold(projection, map(decode, log), projection.initial())
         now = json.loads(canonical_json(projection.dump(state)))
         _within(expected[projection.name], now, projection.name)
+
+
+def test_a_v4_profile_reads_with_no_workloads_and_a_v5_one_keeps_each_workload() -> None:
+    """ProfileRecorded v5 carries each workload's outcome; a v4 profile (events-v8.jsonl) ran
+    one shape set, so it reads back with none, its other fields as stored."""
+    v4 = next(e for e in corpus("events-v8.jsonl") if e.type == "ProfileRecorded")
+    assert v4.schema_version == 4
+    assert "workloads" not in v4.data
+    old = decode(v4).event
+    assert isinstance(old, ProfileRecorded)
+    assert old.workloads == []
+    assert old.latency_ms == v4.data["latency_ms"]
+    assert old.autotuned == v4.data["autotuned"]
+    v5 = next(e for e in corpus("events-v9.jsonl") if e.type == "ProfileRecorded")
+    new = decode(v5).event
+    assert isinstance(new, ProfileRecorded)
+    assert v5.schema_version == 5
+    assert [(w.name, w.latency_kind, w.correct) for w in new.workloads] == [
+        ("w0", "measured", True),
+        ("w1", "measured", True),
+    ]
+    latencies = [w.latency_ms for w in new.workloads if w.latency_ms is not None]
+    # the profile's latency is the geometric mean of its workloads' (as recorded)
+    assert new.latency_ms == pytest.approx(math.prod(latencies) ** (1 / len(latencies)), rel=1e-3)

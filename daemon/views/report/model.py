@@ -62,6 +62,9 @@ class Candidate:
     pct_of_peak: float | None = None
     autotuned: dict[str, list[str]] = field(default_factory=dict)
     """Triton: the config each autotuned kernel was profiled with (its latest profile's)."""
+    workloads: list[tuple[str, float | None, str | None]] = field(default_factory=list)
+    """A task with workloads: each workload's (name, latency, its kind), its latest
+    profile's; the latency above is their geometric mean."""
 
 
 @dataclass(slots=True)
@@ -222,6 +225,7 @@ class ReportProjection:
             return
         candidate.latency_kind = e.latency_kind
         candidate.autotuned = dict(e.autotuned)
+        candidate.workloads = [(w.name, w.latency_ms, w.latency_kind) for w in e.workloads]
         if latency is None or e.latency_kind is None:
             candidate.fate, candidate.reason = "failed", e.error_kind
             return

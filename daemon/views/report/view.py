@@ -17,7 +17,14 @@ from typing import Any
 
 from daemon.views.report.model import Candidate, ReportState, TaskReport
 
-__all__ = ["DiffLine", "ReportView", "TaskView", "autotuned_text", "build_view"]
+__all__ = [
+    "DiffLine",
+    "ReportView",
+    "TaskView",
+    "autotuned_text",
+    "build_view",
+    "workloads_text",
+]
 
 TREE_LIMIT = 300
 PROMPT_LIMIT = 2000
@@ -46,6 +53,9 @@ class CandidateRow:
     depth: int
     autotuned: str = ""
     """The configs its autotuned kernels were profiled with, one `kernel: config` per line."""
+    workloads: str = ""
+    """Each workload's latency, one `name: latency` per line (its latency is their geometric
+    mean)."""
 
 
 @dataclass
@@ -90,6 +100,13 @@ class ReportView:
 def latency_text(ms: float | None, kind: str | None, *, missing: str = "") -> str:
     """A latency with its kind's mark, (?) if the kind is unknown; `missing` for none."""
     return missing if ms is None else f"{ms:.4g} ms {KIND_MARK.get(kind or '', '(?)')}"
+
+
+def workloads_text(workloads: list[tuple[str, float | None, str | None]]) -> str:
+    """`name: latency (kind mark)` per workload, one a line (empty: no workloads)."""
+    return "\n".join(
+        f"{name}: {latency_text(ms, kind, missing='not timed')}" for name, ms, kind in workloads
+    )
 
 
 def autotuned_text(autotuned: dict[str, list[str]]) -> str:
@@ -204,6 +221,7 @@ def _task_view(
                     latency_text(c.latency_ms, c.latency_kind),
                     depth[c.candidate_id],
                     autotuned_text(c.autotuned),
+                    workloads_text(c.workloads),
                 )
             )
         searches.append(

@@ -3,7 +3,8 @@ module by name from the backend's phase table; it imports torch and triton, so o
 phase loads it).
 
 triton_probe:     what this host has: the GPU and its fingerprint, or Triton's interpreter
-triton_reference: get_inputs() under torch.manual_seed(seed), forward() on float32 copies of
+triton_reference: get_inputs() under torch.manual_seed(seed) (a workload's scalar and
+                  safetensors inputs in place), forward() on float32 copies of
                   low-precision inputs, on the GPU when there is one; saves both per seed
 triton_kernel:    run(*inputs) per seed with the guards on (nkibench.backends.triton.guards,
                   and .torch_guard unless the task allows torch compute), its Triton launches
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 import triton
+from safetensors import safe_open
 from triton.compiler.errors import CompilationError
 
 from nkibench.backends.triton.ceilings import measure_ceilings
@@ -63,6 +65,7 @@ from nkibench.sandbox.arrays import restore, save_array, value_spec
 from nkibench.sandbox.kernel import load_phase_kernel, run_error
 from nkibench.sandbox.reference import FixedInputs, fixed_positions, load_reference, names_of
 from nkibench.sandbox.values import call, named, ordered, takes_names
+from nkibench.sandbox.workload_inputs import WorkloadValues
 
 __all__ = [
     "ceilings_phase",
@@ -122,6 +125,13 @@ def _spec(value: Any, folder: Path, stem: str) -> dict[str, Any]:
     return value_spec(to_numpy(value) if is_tensor(value) else value, folder, stem)
 
 
+def _load_torch(path: Path, key: str) -> torch.Tensor:
+    """The tensor `key` of a safetensors file, in its own dtype (bfloat16 and float8 too)."""
+    with safe_open(str(path), framework="pt") as opened:
+        tensor: torch.Tensor = opened.get_tensor(key)
+    return tensor
+
+
 def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
     path = Path(request["reference"])
     try:
@@ -130,7 +140,9 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "kind": "task", "message": f"{path.name}: {type(e).__name__}: {e}"}
     device = _device()
     seeds: dict[str, Any] = {}
-    fixed = FixedInputs(request.get("fixed_inputs", []), torch.manual_seed)
+    fixed = FixedInputs(
+        request.get("fixed_inputs", []), torch.manual_seed, WorkloadValues(request, _load_torch)
+    )
     for seed in request["seeds"]:
         folder = Path(request["data_dir"]) / f"seed_{seed}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -440,6 +452,13 @@ def _reverify(
 ) -> dict[str, Any]:
     pool = [_arguments(request, s, "cuda", fresh=True) for s in request["fresh_seeds"]]
     fixed = fixed_positions(request.get("fixed_inputs", []), kernel.input_names, len(buffers))
+    # a workload's scalar and safetensors inputs are its own, and stay as the file holds them
+    named = kernel.input_names or []
+    fixed += [
+        named.index(name)
+        for name, spec in request.get("workload_inputs", {}).items()
+        if spec.get("type") != "random" and name in named
+    ]
     # few runs: a kernel that keeps a result per input it saw grows by one output a run
     short = Timer(timer.device, REVERIFY_PLAN)
     try:
