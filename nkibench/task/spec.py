@@ -5,7 +5,9 @@ An NKI task (the default):
                           is accepted too)
     <task>/reference.py   module-level shape constants, get_inputs() using np.random,
                           forward(*inputs); optional transform_to_nki_inputs(inputs) and
-                          transform_nki_outputs(kernel_result, reference_result)
+                          transform_nki_outputs(kernel_result, reference_result), and
+                          roofline_counts(*inputs), counts of the data for task.toml's
+                          roofline formulas (nkibench.task.counts)
     <task>/task.toml      optional: tolerance, seeds, shape sets, roofline counts, limits,
                           weight, tunables
 
