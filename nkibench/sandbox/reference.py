@@ -142,7 +142,7 @@ class SeedCounts:
         try:
             counts = checked_counts(value)
             self.by_seed[str(seed)] = counts
-            mean_counts(self.by_seed)
+            mean_counts(self.by_seed)  # refuses a seed that names other counts
         except ValueError as e:
             raise self._fail(f"{doing}{e}") from None
         return counts

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 
 __all__ = [
     "FUNCTIONS",
+    "MAX_BITS",
     "UnsafeExpression",
     "bound_names",
     "evaluate",
