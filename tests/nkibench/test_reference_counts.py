@@ -306,3 +306,44 @@ def test_a_triton_reference_counts_causal_pairs_from_torch_tensors(tmp_path: Pat
         pairs = sum(n * (n + 1) // 2 for n in lengths)
         assert manifest[str(seed)]["counts"] == {"causal_pairs": pairs}
     assert manifest["3"]["counts"] != manifest["5"]["counts"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("vec_flops", "said"),
+    [
+        ("3 * M * N + positive", None),
+        (
+            "3 * M * N + negative",
+            r"task.toml: roofline.vec_flops: unknown name 'negative' \(reference.py's "
+            r"roofline_counts\(\) gave positive\)",
+        ),
+    ],
+)
+def test_a_triton_tasks_counts_reach_its_formulas_from_the_sandboxed_reference(
+    tmp_path: Path, vec_flops: str, said: str | None
+) -> None:
+    """Under Triton's CPU interpreter (no GPU, so no profile): the counts of the Triton
+    reference's sandboxed child reach the parent, which evaluates the formulas with them
+    before the kernel runs."""
+    backend = pytest.importorskip("nkibench.backends.triton.backend").TritonBackend()
+    folder = tmp_path / "scaled_rows"
+    shutil.copytree(DATA / "format" / "scaled_rows", folder)
+    reference = folder / "reference.py"
+    reference.write_text(
+        reference.read_text()
+        + "\n\ndef roofline_counts(x, y, scale):\n    return {'positive': (x > 0).sum()}\n"
+    )
+    toml = folder / "task.toml"
+    toml.write_text(
+        toml.read_text().replace('vec_flops = "3 * M * N"', f'vec_flops = "{vec_flops}"')
+    )
+    task = load_task(folder)
+    assert task.roofline["vec_flops"] == vec_flops
+    result = check_kernel(task, backend=backend, shapes="small")
+    if said is None:
+        assert result.correct, result.message
+        return
+    assert result.error_kind == "task", result
+    assert result.message is not None
+    assert re.search(said, result.message), result.message
