@@ -147,6 +147,10 @@ class Backend(Protocol):
 
     fresh_inputs: bool
     """Draw fresh seeds for every evaluation (unless the caller names seeds)."""
+    times_every_seed: bool
+    """Its latency is taken over every seed's inputs in turn (triton), not over the first
+    seed's alone (nkisim's estimate, neuron's profile): the roofline's counts computed by
+    reference.py are averaged over the same seeds."""
     sentinel_outputs: bool
     """Outputs start filled with nkisim's sentinel, so the comparison (a child that never ran
     the kernel) counts the elements never written."""

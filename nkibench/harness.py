@@ -34,7 +34,7 @@ from typing import Any
 
 from nkibench.backend import Backend, Check, Inputs, Phase, PhaseOwner
 from nkibench.dialects import check_target, get_dialect
-from nkibench.errors import BackendUnavailable, ErrorKind, PhaseFailure, recordable
+from nkibench.errors import BackendUnavailable, ErrorKind, PhaseFailure, TaskError, recordable
 from nkibench.policy.roofline import Peaks, Work, pct_of_peak, roofline
 from nkibench.policy.workloads import WorkloadRun, combine
 from nkibench.result import KernelResult
@@ -44,6 +44,7 @@ from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import RESULT_LIMIT, ChildOutcome, Limits, run_child
 from nkibench.sandbox.results import MalformedResult
 from nkibench.sandbox.static_check import check_source, violation_kind
+from nkibench.task.counts import COUNTS_FUNCTION, mean_counts
 from nkibench.task.files import KERNEL_FILE, REFERENCE_FILE, TASK_FILES
 from nkibench.task.spec import TaskSpec, defined_function
 from nkibench.task.toml import FULL
@@ -420,18 +421,37 @@ def fresh_seeds(count: int) -> tuple[int, ...]:
     return tuple(secrets.randbelow(2**31) for _ in range(count))
 
 
-def _task_work(task: TaskSpec, shapes: str, counted: dict[str, Any] | None) -> Work | str:
-    """The roofline's work: task.toml's formulas, else what the reference phase counted; a
-    string says why there is none."""
+def _reference_counts(session: Session, inputs: Inputs) -> dict[str, float]:
+    """reference.py's counts, the mean over the seeds the latency is measured on (every
+    seed's, or the first's: Backend.times_every_seed)."""
+    timed = session.seeds if session.backend.times_every_seed else session.seeds[:1]
+    entries = {str(s): inputs.manifest[str(s)] for s in timed}
+    try:
+        return mean_counts({s: e["counts"] for s, e in entries.items() if "counts" in e})
+    except ValueError as e:
+        raise PhaseFailure("task", f"{REFERENCE_FILE}: {COUNTS_FUNCTION}(): {e}") from None
+
+
+def _task_work(session: Session, inputs: Inputs) -> Work | str:
+    """The roofline's work: task.toml's formulas (over the constants and reference.py's
+    counts), else what the reference phase counted; a string says why there is none. A
+    formula the counts leave without a value is the task's error."""
+    task = session.task
     if task.roofline:
-        counts = task.roofline_counts(shapes)
+        counts = _reference_counts(session, inputs)
+        try:
+            values = task.roofline_counts(session.shapes, counts=counts)
+        except TaskError as e:
+            raise PhaseFailure("task", str(e)) from None
         return Work(
-            counts.get("vec_flops", 0.0),
-            counts.get("mm_flops", 0.0),
-            counts.get("bytes", 0.0),
+            values.get("vec_flops", 0.0),
+            values.get("mm_flops", 0.0),
+            values.get("bytes", 0.0),
             "task.toml",
             task.matmul_dtype,
+            counts,
         )
+    counted = inputs.work
     if counted is None:
         return "the reference's work was not counted"
     if "error" in counted:
@@ -481,6 +501,7 @@ def _judge(session: Session, profile: bool) -> None:
     task, backend, result = session.task, session.backend, session.result
     try:
         inputs = session.reference(count_work=profile and not task.roofline)
+        work = _task_work(session, inputs)  # a formula the counts break fails before the kernel
         kernel = session.kernel(inputs, profile=profile)
         check = backend.trusted_check(session, kernel, profile)
         found = session.compare(kernel, check)
@@ -491,7 +512,6 @@ def _judge(session: Session, profile: bool) -> None:
         if profile:
             backend.measure(session, kernel)
             _refuse_latency(result)
-            work = _task_work(task, session.shapes, inputs.work)
             _apply_roofline(result, work, backend.peaks(session.target))
     except READING_ERRORS as e:
         if session.last_phase is None:

@@ -115,9 +115,12 @@ def _profile_lines(result: KernelResult) -> list[str]:
         )
     if result.roofline is not None and result.pct_of_peak is not None:
         roof = result.roofline
+        # the counts reference.py computed from the data, where task.toml's formulas used some
+        counted = ", ".join(f"{k} {v:g}" for k, v in roof["work"].get("counts", {}).items())
         lines.append(
             f"roofline  {roof['time_ms']:.4f} ms ({roof['bound']}-bound, counts from "
-            f"{roof['work']['source']}) -> {result.pct_of_peak:.1f}% of peak"
+            f"{roof['work']['source']}{f' and reference.py: {counted}' if counted else ''}) "
+            f"-> {result.pct_of_peak:.1f}% of peak"
         )
     if result.bound_by:
         activity = ", ".join(

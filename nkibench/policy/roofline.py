@@ -11,7 +11,7 @@ here the same way from those generations' documentation (aws-neuron/aws-neuron-s
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nkibench.policy.provenance import Sourced
@@ -97,6 +97,9 @@ class Work:
     source: str
     """"task.toml" or "counted" (from the reference's forward)."""
     matmul_dtype: str = "float32"
+    counts: dict[str, float] = field(default_factory=dict)
+    """The counts reference.py computed from the inputs that task.toml's formulas used (their
+    mean over the timed seeds: nkibench.task.counts)."""
 
 
 @dataclass(frozen=True)
@@ -113,12 +116,15 @@ class Roofline:
         return self.seconds * 1e3
 
     def to_json(self) -> dict[str, Any]:
+        work = asdict(self.work)
+        if not work["counts"]:
+            del work["counts"]  # a task without counts keeps the record it always had
         return {
             "target": self.target,
             "time_ms": self.ms,
             "bound": self.bound,
             "terms_ms": {k: v * 1e3 for k, v in self.terms.items()},
-            "work": asdict(self.work),
+            "work": work,
         }
 
 

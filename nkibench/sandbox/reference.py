@@ -24,11 +24,13 @@ from nkibench.policy.flop_count import compulsory_bytes, count_forward
 from nkibench.sandbox.arrays import listed, value_spec
 from nkibench.sandbox.values import call, named
 from nkibench.sandbox.workload_inputs import WorkloadValues, load_numpy
+from nkibench.task.counts import COUNTS_FUNCTION, checked_counts, mean_counts
 from nkibench.task.safe_eval import module_bindings
 
 __all__ = [
     "FIXED_SEED",
     "FixedInputs",
+    "SeedCounts",
     "TaskCodeFailed",
     "fixed_positions",
     "get_inputs",
@@ -70,13 +72,16 @@ def load_reference(path: Path, overrides: dict[str, Any]) -> ModuleType:
     return module
 
 
-def _reference_error(error: BaseException, path: str) -> dict[str, Any]:
+def _reference_error(error: BaseException, path: str, doing: str = "") -> dict[str, Any]:
+    """The phase's result for an error of reference.py's code, at its line there (`doing`:
+    what it was doing, when that is not plain from the line)."""
     line = 0
     for frame in traceback.extract_tb(error.__traceback__):
         if frame.filename == path:
             line = frame.lineno or 0
     where = f"{Path(path).name} line {line}" if line else Path(path).name
-    return {"ok": False, "kind": "task", "message": f"{where}: {type(error).__name__}: {error}"}
+    message = f"{where}: {doing}{type(error).__name__}: {error}"
+    return {"ok": False, "kind": "task", "message": message}
 
 
 class TaskCodeFailed(Exception):
@@ -109,6 +114,44 @@ def _count_work(
         "mm_flops": tally.mm_flops,
         "bytes": compulsory_bytes(kernel_inputs, expected),
     }
+
+
+class SeedCounts:
+    """reference.py's roofline_counts(), where it defines one, on each seed's inputs in turn:
+    called as forward() is (by keyword where it takes their names) on a copy of them, its
+    result checked (nkibench.task.counts), and every seed's names the same (the roofline
+    averages them). A failure is the phase's result, naming reference.py (TaskCodeFailed)."""
+
+    def __init__(self, module: ModuleType, path: str) -> None:
+        self.function = getattr(module, COUNTS_FUNCTION, None)
+        self.path = path
+        self.by_seed: dict[str, dict[str, float]] = {}
+
+    def _fail(self, problem: str) -> TaskCodeFailed:
+        message = f"{Path(self.path).name}: {problem}"
+        return TaskCodeFailed({"ok": False, "kind": "task", "message": message})
+
+    def of(self, seed: int, inputs: list[Any], names: list[str] | None) -> dict[str, float]:
+        """The seed's counts ({} where reference.py defines no roofline_counts)."""
+        if self.function is None:
+            return {}
+        doing = f"{COUNTS_FUNCTION}() on seed {seed}: "
+        try:
+            value = call(self.function, copy.deepcopy(inputs), names)
+        except Exception as e:
+            raise TaskCodeFailed(_reference_error(e, self.path, doing)) from e
+        try:
+            counts = checked_counts(value)
+            self.by_seed[str(seed)] = counts
+            mean_counts(self.by_seed)  # refuses a seed that names other counts
+        except ValueError as e:
+            raise self._fail(f"{doing}{e}") from None
+        return counts
+
+    def entry(self, seed: int, inputs: list[Any], names: list[str] | None) -> dict[str, Any]:
+        """The seed's manifest entry for its counts: `counts`, where there is a function."""
+        counts = self.of(seed, inputs, names)
+        return {"counts": counts} if self.function is not None else {}
 
 
 def _check_dtypes(kernel_inputs: list[Any]) -> None:
@@ -210,7 +253,8 @@ def names_of(inputs: list[str] | None, outputs: list[str] | None) -> dict[str, l
 def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
     """get_inputs() under np.random.seed(seed) (FIXED_INPUTS drawn once under FIXED_SEED, a
     workload's scalar and safetensors inputs in place) and forward() per seed, with AccelOpt's
-    optional transform_to_nki_inputs; both saved, with the work counted once when asked."""
+    optional transform_to_nki_inputs; both saved, with the work counted once when asked, and
+    each seed's roofline_counts() where reference.py defines it."""
     path = request["reference"]
     module = reference_module(request)
     data, expected_dir = Path(request["data_dir"]), Path(request["expected_dir"])
@@ -219,6 +263,7 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
     fixed = FixedInputs(
         request.get("fixed_inputs", []), np.random.seed, WorkloadValues(request, load_numpy)
     )
+    roofline_counts = SeedCounts(module, path)
     for seed in request["seeds"]:
         folder = data / f"seed_{seed}"
         folder.mkdir()
@@ -226,6 +271,7 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
         hidden.mkdir()
         try:
             inputs, names = fixed.draw(module, seed)
+            counts = roofline_counts.entry(seed, inputs, names)  # before anything else sees them
             started = time.perf_counter()
             expected, output_names = named(
                 call(
@@ -250,7 +296,10 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
                 ],
                 "forward_s": forward_s,
                 **names_of(names if not transform else None, output_names),
+                **counts,
             }
+        except TaskCodeFailed:
+            raise
         except Exception as e:
             return _reference_error(e, path)
     return {"ok": True, "seeds": seeds, "work": work}

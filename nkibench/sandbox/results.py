@@ -18,6 +18,7 @@ from typing import Any
 
 from nkibench.errors import ERROR_KINDS
 from nkibench.sandbox.values import NAME
+from nkibench.task.counts import checked_counts
 
 __all__ = [
     "MalformedResult",
@@ -114,7 +115,8 @@ def _names(names: Any, count: int, where: str) -> None:
 def check_manifest(result: dict[str, Any], seeds: Iterable[int]) -> dict[str, Any]:
     """A reference phase's per-seed inputs and expected outputs, each a value the other phases
     can read back (nkibench.sandbox.arrays.value_spec), their names where they are named
-    (nkibench.sandbox.values), and its forward time."""
+    (nkibench.sandbox.values), its forward time, and the seed's roofline counts where
+    reference.py computes them (nkibench.task.counts)."""
     entries = _seeds(result, seeds)
     for seed, entry in entries.items():
         for key in ("inputs", "expected"):
@@ -126,6 +128,11 @@ def check_manifest(result: dict[str, Any], seeds: Iterable[int]) -> dict[str, An
             if key in entry:
                 _names(entry[key], len(entry[counted]), f"seed {seed}: {key}")
         _need(_number(entry.get("forward_s", 0.0)), f"seed {seed}: forward_s")
+        if "counts" in entry:
+            try:
+                checked_counts(entry["counts"])
+            except ValueError as e:
+                raise MalformedResult(f"seed {seed}: counts: {e}") from None
     return entries
 
 

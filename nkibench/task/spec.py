@@ -5,7 +5,9 @@ An NKI task (the default):
                           is accepted too)
     <task>/reference.py   module-level shape constants, get_inputs() using np.random,
                           forward(*inputs); optional transform_to_nki_inputs(inputs) and
-                          transform_nki_outputs(kernel_result, reference_result)
+                          transform_nki_outputs(kernel_result, reference_result), and
+                          roofline_counts(*inputs), counts of the data for task.toml's
+                          roofline formulas (nkibench.task.counts)
     <task>/task.toml      optional: tolerance, seeds, shape sets, roofline counts, limits,
                           weight, tunables, the workloads' file
     <task>/workloads.jsonl  optional: FlashInfer-Bench Workloads and the safetensors files
@@ -45,6 +47,7 @@ from nkibench.backends import DEFAULT_BACKEND, backend_info, dialect_of_backend
 from nkibench.dialects import NKI_LEGACY, detect_dialect, get_dialect
 from nkibench.errors import TaskError
 from nkibench.policy.tolerance import Tolerance
+from nkibench.task.counts import COUNTS_FUNCTION
 from nkibench.task.files import (
     KERNEL_FILE,
     REFERENCE_FILE,
@@ -203,12 +206,43 @@ class TaskSpec:
         )
 
     def roofline_counts(
-        self, shapes: str, overrides: Mapping[str, Number] | None = None
+        self,
+        shapes: str,
+        overrides: Mapping[str, Number] | None = None,
+        counts: Mapping[str, float] | None = None,
     ) -> dict[str, float]:
         """vec_flops, mm_flops and bytes under a shape set (what task.toml declares), with
-        some of its values replaced by `overrides`."""
+        some of its values replaced by `overrides`, and reference.py's `counts` (its
+        roofline_counts(), combined over seeds: nkibench.task.counts) as names of their own.
+        A formula these leave without a value (a name neither gives, a division by a count of
+        zero) or a value that is no finite number >= 0 is the task's error (TaskError)."""
         values = {**self.shape_values(shapes), **(overrides or {})}
-        return {key: float(evaluate(expr, values)) for key, expr in self.roofline.items()}
+        given = dict(counts or {})
+        clash = sorted(set(given) & set(values))
+        if clash:
+            raise TaskError(
+                f"{self.path / REFERENCE_FILE}: {COUNTS_FUNCTION}() returns "
+                f"{', '.join(clash)}, the name(s) of shape constants: name the counts otherwise"
+            )
+        found: dict[str, float] = {}
+        for key, expression in self.roofline.items():
+            where = f"{self.path / TOML_FILE}: roofline.{key}"
+            try:
+                value = float(evaluate(expression, values | given))
+            except UnsafeExpression as e:
+                returned = ", ".join(given) or "no names"
+                hint = f" ({REFERENCE_FILE}'s {COUNTS_FUNCTION}() gave {returned})"
+                hint = hint if self.computes_counts else ""
+                raise TaskError(f"{where}: {e}{hint}") from None
+            if not (math.isfinite(value) and value >= 0):
+                raise TaskError(f"{where}: {value} is not a finite number >= 0 (counts: {given})")
+            found[key] = value
+        return found
+
+    @property
+    def computes_counts(self) -> bool:
+        """Whether reference.py defines roofline_counts() (nkibench.task.counts)."""
+        return defined_function(self.reference_source, (COUNTS_FUNCTION,)) is not None
 
 
 def defined_function(source: str, names: Iterable[str]) -> str | None:

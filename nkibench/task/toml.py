@@ -24,8 +24,15 @@ from nkibench.backends import (
 from nkibench.dialects import DIALECTS, get_dialect
 from nkibench.errors import TaskError
 from nkibench.policy.tolerance import OUTPUT_DTYPES, Tolerance
+from nkibench.task.counts import COUNTS_FUNCTION
 from nkibench.task.files import VALUE_NAME, name_problem
-from nkibench.task.safe_eval import Number, UnsafeExpression, evaluate, module_constants
+from nkibench.task.safe_eval import (
+    Number,
+    UnsafeExpression,
+    evaluate,
+    formula_names,
+    module_constants,
+)
 from nkibench.task.workloads import data_path_problem
 
 __all__ = [
@@ -273,17 +280,44 @@ class _TomlReader:
                     "roofline.matmul_dtype", f"must be one of {', '.join(MATMUL_DTYPES)}"
                 )
             self.out["matmul_dtype"] = dtype
+        functions = {s.name for s in self.reference.body if isinstance(s, ast.FunctionDef)}
+        counted = COUNTS_FUNCTION in functions
         for key, expression in roofline.items():
+            where = f"roofline.{key}"
             if isinstance(expression, bool) or not isinstance(expression, str | int | float):
-                raise self.fail(f"roofline.{key}", "must be a formula or a number")
-            for overrides in [{}, *self.out["shape_sets"].values()]:
-                try:
-                    value = evaluate(str(expression), module_constants(self.reference, overrides))
-                except UnsafeExpression as e:
-                    raise self.fail(f"roofline.{key}", str(e)) from None
-                if not (math.isfinite(value) and value >= 0):
-                    raise self.fail(f"roofline.{key}", "must be a finite number ≥ 0")
+                raise self.fail(where, "must be a formula or a number")
+            try:
+                names = formula_names(str(expression))
+                for overrides in [{}, *self.out["shape_sets"].values()]:
+                    self._formula(where, str(expression), names, overrides, counted)
+            except UnsafeExpression as e:
+                raise self.fail(where, str(e)) from None
         self.out["roofline"] = {key: str(value) for key, value in roofline.items()}
+
+    def _formula(
+        self,
+        where: str,
+        expression: str,
+        names: set[str],
+        overrides: dict[str, Number],
+        counted: bool,
+    ) -> None:
+        """A formula under one shape set: evaluated, where the constants give all its names;
+        the others must be counts of reference.py's roofline_counts(), and the formula is
+        evaluated once a reference run has given them (TaskSpec.roofline_counts)."""
+        constants = module_constants(self.reference, overrides)
+        unknown = sorted(names - set(constants))
+        if unknown and not counted:
+            raise self.fail(
+                where,
+                f"unknown name {unknown[0]!r}: neither a constant of reference.py nor a count "
+                f"(reference.py defines no {COUNTS_FUNCTION}())",
+            )
+        if unknown:
+            return
+        value = evaluate(expression, constants)
+        if not (math.isfinite(value) and value >= 0):
+            raise self.fail(where, "must be a finite number ≥ 0")
 
     def _limits(self) -> None:
         limits = self.table("limits", ("timeout_s", "memory_mb", "strict_capacity"))

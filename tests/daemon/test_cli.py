@@ -672,3 +672,27 @@ def test_a_ported_folder_keeps_the_tasks_workloads_and_their_files(tmp_path: Pat
     ported = load_task(tmp_path / "out")
     assert [w.uuid for w in ported.workloads] == [w.uuid for w in task.workloads]
     assert ported.workload_files == task.workload_files
+
+
+def test_a_profile_names_the_counts_reference_py_gave_its_roofline() -> None:
+    from daemon.cli.kernels import _profile_lines
+    from nkibench.policy.roofline import Work, pct_of_peak, roofline
+    from nkibench.result import KernelResult
+
+    line = roofline(Work(1e6, 0.0, 8e6, "task.toml", counts={"valid": 1e6}), "trn2")
+    plain = roofline(Work(1e6, 0.0, 8e6, "task.toml"), "trn2")
+    result = KernelResult("ragged_rows", "nkisim", "trn2", "full", compiled=True, correct=True)
+    result.latency_ms = 2 * line.ms
+    result.pct_of_peak = pct_of_peak(line.seconds, result.latency_ms * 1e-3)
+    result.roofline = line.to_json()
+    shown = [text for text in _profile_lines(result) if text.startswith("roofline")]
+    assert shown == [
+        f"roofline  {line.ms:.4f} ms (memory-bound, counts from task.toml and reference.py: "
+        "valid 1e+06) -> 50.0% of peak"
+    ]
+    result.roofline = plain.to_json()  # no counts: the line as it always was
+    assert "counts" not in result.roofline["work"]
+    shown = [text for text in _profile_lines(result) if text.startswith("roofline")]
+    assert shown == [
+        f"roofline  {plain.ms:.4f} ms (memory-bound, counts from task.toml) -> 50.0% of peak"
+    ]

@@ -140,11 +140,17 @@ TILE = [128, 256]
             r"\[shapes.small\]: sets K, but reference.py has no module-level K",
         ),
         ({"toml": "[shapes.full]\nM = 4"}, "`full` is reference.py's own constants"),
-        ({"toml": "[roofline]\nbytes = 'M * Q'"}, "roofline.bytes: unknown name 'Q'"),
+        (
+            {"toml": "[roofline]\nbytes = 'M * Q'"},
+            "roofline.bytes: unknown name 'Q': neither a constant of reference.py nor a count "
+            r"\(reference.py defines no roofline_counts\(\)\)",
+        ),
         (
             {"toml": "[roofline]\nbytes = \"__import__('os')\""},
-            "roofline.bytes: .* is not plain arithmetic",
+            r"roofline.bytes: .* calls something other than min\(\), max\(\), ceil\(\)",
         ),
+        ({"toml": "[roofline]\nbytes = 'M.real'"}, "roofline.bytes: .* is not plain arithmetic"),
+        ({"toml": "[roofline]\nbytes = 'min(M)'"}, r"roofline.bytes: .* takes 2 or more"),
         ({"toml": "[roofline]\nbytes = 'M - 1000'"}, "roofline.bytes: must be a finite number"),
         ({"toml": "[roofline]\nflops = '1'"}, r"\[roofline\]: unknown key\(s\) flops"),
         ({"toml": "weight = 0"}, "weight: must be a finite number > 0"),

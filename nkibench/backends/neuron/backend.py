@@ -99,6 +99,7 @@ class NeuronBackend:
     `measure_current` a current one; `nkisim`: nkisim's kernel phase on the same kernel, and
     `check` the cost model on its trace (in a child of its own), for the model's error."""
     fresh_inputs = False
+    times_every_seed = False
     sentinel_outputs = False
 
     def __init__(

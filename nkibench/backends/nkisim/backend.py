@@ -82,6 +82,7 @@ class NkisimBackend:
         }
     )
     fresh_inputs = False
+    times_every_seed = False
     sentinel_outputs = True
 
     def __init__(self, *, isolation: Isolation | None = None) -> None:

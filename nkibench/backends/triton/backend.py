@@ -252,6 +252,7 @@ class TritonBackend:
     dialects = frozenset({"triton"})
     phases = PHASES
     fresh_inputs = True
+    times_every_seed = True
     sentinel_outputs = False
 
     def __init__(

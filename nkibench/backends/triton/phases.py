@@ -5,7 +5,8 @@ phase loads it).
 triton_probe:     what this host has: the GPU and its fingerprint, or Triton's interpreter
 triton_reference: get_inputs() under torch.manual_seed(seed) (a workload's scalar and
                   safetensors inputs in place), forward() on float32 copies of
-                  low-precision inputs, on the GPU when there is one; saves both per seed
+                  low-precision inputs, on the GPU when there is one; saves both per seed,
+                  with the seed's roofline_counts() where reference.py defines it
 triton_kernel:    run(*inputs) per seed with the guards on (nkibench.backends.triton.guards,
                   and .torch_guard unless the task allows torch compute), its Triton launches
                   counted (nkibench.backends.triton.launches: the parent refuses a run that
@@ -63,7 +64,14 @@ from nkibench.backends.triton.torch_guard import (
 )
 from nkibench.sandbox.arrays import restore, save_array, value_spec
 from nkibench.sandbox.kernel import load_phase_kernel, run_error
-from nkibench.sandbox.reference import FixedInputs, fixed_positions, load_reference, names_of
+from nkibench.sandbox.reference import (
+    FixedInputs,
+    SeedCounts,
+    TaskCodeFailed,
+    fixed_positions,
+    load_reference,
+    names_of,
+)
 from nkibench.sandbox.values import call, named, ordered, takes_names
 from nkibench.sandbox.workload_inputs import WorkloadValues
 
@@ -143,6 +151,7 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
     fixed = FixedInputs(
         request.get("fixed_inputs", []), torch.manual_seed, WorkloadValues(request, _load_torch)
     )
+    roofline_counts = SeedCounts(module, str(path))
     for seed in request["seeds"]:
         folder = Path(request["data_dir"]) / f"seed_{seed}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -150,6 +159,7 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
         hidden.mkdir(parents=True, exist_ok=True)
         try:
             inputs, names = fixed.draw(module, seed)
+            counts = roofline_counts.entry(seed, inputs, names)  # as drawn, before forward()
             started = time.perf_counter()
             with torch.no_grad():
                 moved = [upcast(x).to(device) if is_tensor(x) else x for x in inputs]
@@ -164,7 +174,10 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
                 "expected": [_spec(v, hidden, f"expected_{i}") for i, v in enumerate(expected)],
                 "forward_s": forward_s,
                 **names_of(names, output_names),
+                **counts,
             }
+        except TaskCodeFailed:
+            raise
         except Exception as e:
             return {
                 "ok": False,
