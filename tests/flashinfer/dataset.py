@@ -208,8 +208,8 @@ def write_dataset(root: Path, latencies: dict[str, list[float | None]] | None = 
         (RMSNORM, rmsnorm_definition(), "rmsnorm"),
         (SCALE_ADD, scale_add_definition(), "elementwise"),
     ):
-        _write_json(root / "definitions" / op / f"{name}.json", definition)
-        _write_lines(
+        write_json(root / "definitions" / op / f"{name}.json", definition)
+        write_lines(
             root / "workloads" / op / f"{name}.jsonl",
             [{"definition": name, "workload": w} for w in WORKLOADS[name]],
         )
@@ -220,7 +220,7 @@ def write_dataset(root: Path, latencies: dict[str, list[float | None]] | None = 
     ]
     for solution in solutions:
         op = "rmsnorm" if solution["definition"] == RMSNORM else "elementwise"
-        _write_json(
+        write_json(
             root / "solutions" / op / solution["definition"] / f"{solution['name']}.json", solution
         )
     traces = [
@@ -228,18 +228,18 @@ def write_dataset(root: Path, latencies: dict[str, list[float | None]] | None = 
         for solution, values in latencies.items()
         for workload, latency in zip(WORKLOADS[RMSNORM], values, strict=True)
     ]
-    _write_lines(root / "traces" / "rmsnorm" / f"{RMSNORM}.jsonl", traces)
+    write_lines(root / "traces" / "rmsnorm" / f"{RMSNORM}.jsonl", traces)
     blob = root / BLOB
     blob.parent.mkdir(parents=True, exist_ok=True)
     save_file({"weight": torch.linspace(0.5, 1.5, 64, dtype=torch.bfloat16)}, str(blob))
     return root
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2))
 
 
-def _write_lines(path: Path, rows: list[dict[str, Any]]) -> None:
+def write_lines(path: Path, rows: list[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))

@@ -1,0 +1,135 @@
+"""`accelopt export --format flashinfer`: a task's kernel as a FlashInfer-Bench Solution with a
+Trace per measured workload, in a folder flashinfer_bench's own loader accepts."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flashinfer_bench.data import Definition, TraceSet
+
+from daemon.flashinfer.export import adapted_source
+from events.codec import encode
+from nkibench.task.spec import load_task
+from store.sql import SqlEventStore
+from tests.flashinfer.dataset import RMSNORM, scale_add_definition, write_dataset
+from tests.support import factories
+from tests.support.cli import run_cli
+
+GPU = "NVIDIA H100 80GB HBM3"
+
+
+def _imported(tmp_path: Path) -> Path:
+    root = write_dataset(tmp_path / "ds")
+    run = run_cli("import-flashinfer", str(root), str(tmp_path / "tasks"))
+    assert run.code == 0, run.err
+    return tmp_path / "tasks" / RMSNORM
+
+
+def _record_profile(url: str, folder: Path, latency_ms: float, **extra: Any) -> None:
+    """A correct GPU timing of the folder's own kernel, as the triton backend records one."""
+    task = load_task(folder)
+    store = SqlEventStore.open(url)
+    try:
+        event = factories.profile(
+            task.name,
+            task.content_hash,
+            latency_ms=latency_ms,
+            backend="triton",
+            target="h100",
+            kernel_hash=hashlib.sha256(task.kernel_source.encode()).hexdigest(),
+            dialect="triton",
+            fingerprint={"gpu": GPU, "torch": "2.13.0", "triton": "3.4.0"},
+            **extra,
+        )
+        store.append(f"task:{task.name}", [encode(event)])
+    finally:
+        store.close()
+
+
+def test_a_measured_kernel_leaves_as_a_solution_with_its_trace(
+    tmp_path: Path, fresh_sqlite_url: Callable[[], str]
+) -> None:
+    folder = _imported(tmp_path)
+    url = fresh_sqlite_url()
+    _record_profile(url, folder, 0.004, latency_stats={"eager_p50": 0.012})
+    out = tmp_path / "apply"
+    run = run_cli("export", str(folder), "--format", "flashinfer", "--out", str(out), "--db", url)
+    assert run.code == 0, run.err
+    summary = run.json()
+    assert summary["traces"] == ["w1"]  # accelopt timed the first workload's shapes
+    assert summary["not_measured"] == ["w2"]
+    loaded = TraceSet.from_path(str(out))  # flashinfer_bench's own loader
+    solution = loaded.get_solution(summary["solution"])
+    assert solution is not None
+    assert solution.author == "accelopt"
+    assert solution.spec.language.value == "triton"
+    assert solution.spec.target_hardware == [GPU]
+    assert solution.spec.entry_point == "kernel.py::flashinfer_run"
+    assert loaded.definitions[RMSNORM] == Definition.model_validate_json(
+        (folder / "definition.json").read_text()
+    )
+    (trace,) = loaded.traces[RMSNORM]
+    evaluation = trace.evaluation
+    assert trace.solution == solution.name
+    assert evaluation.status.value == "PASSED"
+    assert evaluation.performance.latency_ms == 0.004
+    assert evaluation.performance.speedup_factor == pytest.approx(3.0)
+    assert evaluation.environment.hardware == GPU
+    assert evaluation.correctness.extra["accelopt"]["latency_kind"] == "measured"
+    assert "(measured)" in evaluation.log
+    assert {w.workload.uuid for w in loaded.workloads[RMSNORM]} == {"w1", "w2"}
+    blob = loaded.workloads[RMSNORM][1].workload.inputs["weight"]
+    assert (out / blob.path).read_bytes() == (folder / "blobs" / Path(blob.path).name).read_bytes()
+    again = run_cli("export", str(folder), "--format", "flashinfer", "--out", str(out), "--db", url)
+    assert again.code == 2
+    assert "exported there already" in again.err
+
+
+def test_a_profile_of_another_kernel_is_no_trace_of_this_one(
+    tmp_path: Path, fresh_sqlite_url: Callable[[], str]
+) -> None:
+    folder = _imported(tmp_path)
+    url = fresh_sqlite_url()
+    _record_profile(url, folder, 0.004)
+    other = tmp_path / "other.py"
+    other.write_text((folder / "kernel.py").read_text() + "\n# another kernel\n")
+    out = tmp_path / "apply"
+    run = run_cli(
+        "export", str(folder), "--format", "flashinfer", "--out", str(out), "--db", url,
+        "--kernel", str(other),
+    )  # fmt: skip
+    assert run.code == 0, run.err
+    assert run.json()["traces"] == []
+    loaded = TraceSet.from_path(str(out))
+    assert loaded.traces.get(RMSNORM, []) == []
+    (solution,) = loaded.solutions[RMSNORM]
+    assert solution.sources[0].content.startswith(other.read_text().rstrip())
+
+
+def test_a_task_without_its_definition_says_what_export_needs(tmp_path: Path) -> None:
+    folder = _imported(tmp_path)
+    (folder / "definition.json").unlink()
+    run = run_cli("export", str(folder), "--format", "flashinfer", "--out", str(tmp_path / "o"))
+    assert run.code == 2
+    assert f"{folder / 'definition.json'}: missing" in run.err
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        "def run(y, alpha, x):\n    return {'z': x * alpha + y}\n",  # by name, in its own order
+        "def run(*inputs):\n    x, y, alpha = inputs\n    return x * alpha + y\n",  # by position
+    ],
+)
+def test_flashinfer_bench_calls_the_kernel_as_accelopt_does(kernel: str) -> None:
+    """FlashInfer-Bench passes the inputs in the definition's order (x, y, alpha) and takes the
+    one output as a value: the entry added to the kernel bridges both conventions."""
+    definition = Definition.model_validate(scale_add_definition())
+    source, entry = adapted_source(kernel, "run", definition)
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)  # the test's own source
+    assert namespace[entry](1.0, 2.0, 3.0) == 1.0 * 3.0 + 2.0

@@ -1,0 +1,210 @@
+"""`accelopt import-flashinfer` on a small made-up dataset (tests/flashinfer/dataset.py): the
+solution it picks by the traces, the folders it writes and that they load, FlashInfer-Bench's
+own input draws, and the errors that name the bad file."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from flashinfer_bench.bench.utils import gen_inputs
+from flashinfer_bench.data import Definition, Workload
+
+from daemon.flashinfer.package import FlashInferMissing, require
+from daemon.flashinfer.reference_source import reference_source
+from nkibench.task.spec import load_task
+from tests.flashinfer.dataset import (
+    BLOB,
+    RMSNORM,
+    SCALE_ADD,
+    rmsnorm_definition,
+    write_dataset,
+    write_json,
+)
+from tests.support.cli import Run, run_cli
+
+
+def _import(root: Path, dest: Path, *options: str) -> Run:
+    return run_cli("import-flashinfer", str(root), str(dest), "--json", *options)
+
+
+@pytest.mark.parametrize(
+    ("latencies", "chosen"),
+    [
+        ({"rmsnorm_dps": [0.010, 0.012], "rmsnorm_returning": [0.020, 0.030]}, "rmsnorm_dps"),
+        ({"rmsnorm_dps": [0.030, 0.030], "rmsnorm_returning": [0.020, 0.025]}, "rmsnorm_returning"),
+        # passing on more workloads beats a lower latency on fewer
+        ({"rmsnorm_dps": [0.001, None], "rmsnorm_returning": [0.020, 0.025]}, "rmsnorm_returning"),
+        # a tie goes to the name that sorts first
+        ({"rmsnorm_dps": [0.020, 0.020], "rmsnorm_returning": [0.020, 0.020]}, "rmsnorm_dps"),
+        # every trace failed: never chosen
+        ({"rmsnorm_dps": [None, None], "rmsnorm_returning": [0.5, 0.5]}, "rmsnorm_returning"),
+    ],
+)
+def test_the_best_traced_triton_solution_becomes_the_kernel(
+    tmp_path: Path, latencies: dict[str, list[float | None]], chosen: str
+) -> None:
+    root = write_dataset(tmp_path / "ds", latencies)
+    run = _import(root, tmp_path / "tasks", "--definition", RMSNORM)
+    assert run.code == 0, run.err
+    (item,) = run.json()["imported"]
+    assert item["solution"] == chosen
+    provenance = json.loads((tmp_path / "tasks" / RMSNORM / "provenance.json").read_text())
+    assert provenance["solution"]["name"] == chosen
+    assert {t["workload"] for t in provenance["traces"]} == {"w1", "w2"}
+    assert provenance["dataset"] == str(root.resolve())
+
+
+def test_solution_option_names_the_kernel(tmp_path: Path) -> None:
+    root = write_dataset(tmp_path / "ds")
+    run = _import(root, tmp_path / "tasks", "--solution", "rmsnorm_returning")
+    assert run.code == 0, run.err
+    by_definition = {i["definition"]: i["solution"] for i in run.json()["imported"]}
+    assert by_definition == {RMSNORM: "rmsnorm_returning", SCALE_ADD: "scale_add_triton"}
+    task = load_task(tmp_path / "tasks" / RMSNORM)
+    assert task.kernel_function == "rmsnorm"  # the solution's entry point, not named run
+
+
+def test_every_folder_loads_as_a_triton_task_with_its_workloads(tmp_path: Path) -> None:
+    root = write_dataset(tmp_path / "ds")
+    run = _import(root, tmp_path / "tasks")
+    assert run.code == 0, run.err
+    rmsnorm = load_task(tmp_path / "tasks" / RMSNORM)
+    assert rmsnorm.name == RMSNORM
+    assert rmsnorm.backend == "triton"
+    assert rmsnorm.constants == {"hidden_size": 64, "batch_size": 4}  # the first workload's
+    out = rmsnorm.outputs["out"]
+    assert (out.dtype, out.atol, out.rtol) == ("bfloat16", 0.01, 0.01)
+    assert rmsnorm.roofline_counts("full")["bytes"] == 2 * 4 * 64 * 2 + 2 * 64
+    assert not rmsnorm.allow_torch_compute
+    lines = (tmp_path / "tasks" / RMSNORM / "workloads.jsonl").read_text().splitlines()
+    workloads = [Workload.model_validate_json(line) for line in lines]
+    assert [w.uuid for w in workloads] == ["w1", "w2"]
+    blob = workloads[1].inputs["weight"]
+    assert blob.type == "safetensors"
+    assert (tmp_path / "tasks" / RMSNORM / blob.path).read_bytes() == (root / BLOB).read_bytes()
+    scale_add = load_task(tmp_path / "tasks" / SCALE_ADD)
+    assert scale_add.constants == {"n": 100}
+    assert "'alpha': 0.5," in scale_add.reference_source  # the workload's scalar
+
+
+def test_get_inputs_draws_as_flashinfer_bench_draws(tmp_path: Path) -> None:
+    """Under one seed, the generated get_inputs() and flashinfer_bench's own gen_inputs() give
+    the same values, dtype for dtype (on the CPU, where both draw from one generator)."""
+    dtypes = ["float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2", "bool"]
+    dtypes += ["int8", "int16", "int32", "int64"]
+    inputs: dict[str, Any] = {f"x_{d}": {"shape": ["m", "k"], "dtype": d} for d in dtypes}
+    inputs["eps"] = {"shape": None, "dtype": "float32"}
+    definition = Definition.model_validate(
+        {
+            "name": "many",
+            "op_type": "misc",
+            "axes": {"m": {"type": "var"}, "k": {"type": "const", "value": 5}},
+            "inputs": inputs,
+            "outputs": {"y": {"shape": ["m", "k"], "dtype": "float32"}},
+            "reference": "def run(**inputs):\n    return inputs['x_float32']\n",
+        }
+    )
+    workload = Workload(axes={"m": 3}, inputs={}, uuid="u")
+    namespace: dict[str, Any] = {}
+    exec(reference_source(definition, workload, "test"), namespace)  # as the child runs it
+    for seed in (0, 7):
+        torch.manual_seed(seed)
+        ours = namespace["get_inputs"]()
+        torch.manual_seed(seed)
+        theirs = gen_inputs(definition, workload, "cpu")
+        assert list(ours) == list(definition.inputs)
+        for (name, mine), other in zip(ours.items(), theirs, strict=True):
+            if isinstance(other, torch.Tensor):
+                assert mine.dtype == other.dtype, name
+                assert torch.equal(mine.view(torch.uint8), other.view(torch.uint8)), name
+            else:
+                assert mine == other, name
+
+
+def test_a_definition_without_a_triton_solution_is_skipped_with_its_reason(
+    tmp_path: Path,
+) -> None:
+    root = write_dataset(tmp_path / "ds")
+    lonely = {**rmsnorm_definition(), "name": "rmsnorm_python_only"}
+    write_json(root / "definitions" / "rmsnorm" / "rmsnorm_python_only.json", lonely)
+    (root / "workloads" / "rmsnorm" / "rmsnorm_python_only.jsonl").write_text(
+        json.dumps(
+            {
+                "definition": "rmsnorm_python_only",
+                "workload": {"uuid": "p1", "axes": {"batch_size": 2}, "inputs": {}},
+            }
+        )
+        + "\n"
+    )
+    write_json(
+        root / "solutions" / "rmsnorm" / "rmsnorm_python_only" / "torch.json",
+        {
+            "name": "python_rmsnorm",
+            "definition": "rmsnorm_python_only",
+            "author": "tests",
+            "spec": {"language": "python", "target_hardware": ["cuda"], "entry_point": "m.py::run"},
+            "sources": [
+                {"path": "m.py", "content": "def run(hidden_states, weight, out):\n    pass\n"}
+            ],
+        },
+    )
+    run = _import(root, tmp_path / "tasks")
+    assert run.code == 1
+    summary = run.json()
+    assert [i["definition"] for i in summary["imported"]] == [RMSNORM, SCALE_ADD]
+    (skipped,) = summary["skipped"]
+    assert skipped["definition"] == "rmsnorm_python_only"
+    assert "no Triton solution" in skipped["reason"]
+    assert "python_rmsnorm: not Triton (python)" in skipped["reason"]
+    assert not (tmp_path / "tasks" / "rmsnorm_python_only").exists()
+
+
+def test_a_definition_flashinfer_bench_refuses_is_an_error_naming_its_file(
+    tmp_path: Path,
+) -> None:
+    root = write_dataset(tmp_path / "ds")
+    bad = rmsnorm_definition()
+    bad["inputs"]["weight"]["shape"] = ["hidden"]  # an axis the definition does not have
+    path = root / "definitions" / "rmsnorm" / f"{RMSNORM}.json"
+    write_json(path, bad)
+    run = _import(root, tmp_path / "tasks")
+    assert run.code == 2
+    assert str(path) in run.err
+    assert 'undefined axis "hidden"' in run.err
+    assert not (tmp_path / "tasks").exists()
+
+
+def test_a_missing_blob_is_an_error_naming_the_workload_and_the_file(tmp_path: Path) -> None:
+    root = write_dataset(tmp_path / "ds")
+    (root / BLOB).unlink()
+    run = _import(root, tmp_path / "tasks")
+    assert run.code == 2
+    workloads = root / "workloads" / "rmsnorm" / f"{RMSNORM}.jsonl"
+    assert f"{workloads} line 2: blob {BLOB!r} is missing" in run.err
+    assert not (tmp_path / "tasks").exists()  # nothing written
+
+
+def test_an_existing_folder_is_never_overwritten(tmp_path: Path) -> None:
+    root = write_dataset(tmp_path / "ds")
+    (tmp_path / "tasks" / RMSNORM).mkdir(parents=True)
+    run = _import(root, tmp_path / "tasks")
+    assert run.code == 1
+    (skipped,) = run.json()["skipped"]
+    assert "never overwritten" in skipped["reason"]
+    assert list((tmp_path / "tasks" / RMSNORM).iterdir()) == []
+
+
+def test_without_flashinfer_bench_the_command_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "flashinfer_bench.data", None)  # import raises ImportError
+    with pytest.raises(FlashInferMissing, match=r"pip install 'accelopt\[flashinfer\]'"):
+        require()
+    run = _import(tmp_path, tmp_path / "tasks")
+    assert run.code == 2
+    assert "pip install 'accelopt[flashinfer]'" in run.err
