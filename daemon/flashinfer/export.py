@@ -33,6 +33,7 @@ from flashinfer_bench.data import (
     Trace,
     TraceSet,
     Workload,
+    append_jsonl_file,
     save_json_file,
     save_jsonl_file,
 )
@@ -93,6 +94,24 @@ def _workloads(task_dir: Path) -> list[Any]:
                     f"{path} line {number}: not a valid Workload: {problem(e)}"
                 ) from None
     return found
+
+
+def _full_shapes(definition: Any, constants: dict[str, int | float]) -> Any:
+    """The one workload of a task without workloads.jsonl: its variable axes at the task's
+    full shapes, every input random."""
+    missing = [a for a in definition.var_axes if not isinstance(constants.get(a), int)]
+    if missing:
+        raise FlashInferError(
+            f"the task has no workloads.jsonl and its reference.py no integer constant "
+            f"{', '.join(missing)} (the definition's variable axes)"
+        )
+    axes = {a: int(constants[a]) for a in definition.var_axes}
+    name = "_".join(f"{a}{v}" for a, v in axes.items()) or "const"
+    return Workload(
+        axes=axes,
+        inputs={n: {"type": "random"} for n in definition.inputs},
+        uuid=f"accelopt-{definition.name}-{name}",
+    )
 
 
 def _by_keyword(source: str, function: str, names: list[str]) -> bool:
@@ -235,7 +254,7 @@ def export_flashinfer(
     definition_file = out / "definitions" / definition.op_type / f"{definition.name}.json"
     if definition_file.exists() and _read(Definition, definition_file) != definition:
         raise FlashInferError(f"{definition_file} holds another definition of {definition.name}")
-    workloads = _workloads(task_dir)
+    workloads = _workloads(task_dir) or [_full_shapes(definition, constants)]
     measured_on = [w for w in workloads if all(constants.get(a) == v for a, v in w.axes.items())]
     copied = {w.uuid: _copy_blobs(w, task_dir, out, definition) for w in workloads}
     traces = (
@@ -258,10 +277,8 @@ def export_flashinfer(
         save_jsonl_file(
             [Trace(definition=definition.name, workload=w) for w in copied.values()], workload_file
         )
-    trace_file = out / "traces" / definition.op_type / f"{definition.name}.jsonl"
-    if traces:
-        existing = TraceSet.from_path(str(out)).traces.get(definition.name, [])
-        save_jsonl_file([*existing, *traces], trace_file)
+    if traces:  # beside the traces of other solutions the folder may hold
+        append_jsonl_file(traces, out / "traces" / definition.op_type / f"{definition.name}.jsonl")
     loaded = TraceSet.from_path(str(out))  # flashinfer_bench's own loader must accept it
     if loaded.get_solution(solution.name) is None:
         raise FlashInferError(f"{out}: flashinfer_bench's loader does not find {solution.name}")

@@ -30,8 +30,10 @@ def _imported(tmp_path: Path) -> Path:
 
 
 def _record_profile(url: str, folder: Path, latency_ms: float, **extra: Any) -> None:
-    """A correct GPU timing of the folder's own kernel, as the triton backend records one."""
+    """A correct GPU timing of the folder's own kernel (or of `kernel_hash`), as the triton
+    backend records one."""
     task = load_task(folder)
+    kernel_hash = extra.pop("kernel_hash", hashlib.sha256(task.kernel_source.encode()).hexdigest())
     store = SqlEventStore.open(url)
     try:
         event = factories.profile(
@@ -40,7 +42,7 @@ def _record_profile(url: str, folder: Path, latency_ms: float, **extra: Any) -> 
             latency_ms=latency_ms,
             backend="triton",
             target="h100",
-            kernel_hash=hashlib.sha256(task.kernel_source.encode()).hexdigest(),
+            kernel_hash=kernel_hash,
             dialect="triton",
             fingerprint={"gpu": GPU, "torch": "2.13.0", "triton": "3.4.0"},
             **extra,
@@ -133,3 +135,52 @@ def test_flashinfer_bench_calls_the_kernel_as_accelopt_does(kernel: str) -> None
     namespace: dict[str, Any] = {}
     exec(source, namespace)  # the test's own source
     assert namespace[entry](1.0, 2.0, 3.0) == 1.0 * 3.0 + 2.0
+
+
+def test_a_task_named_in_the_log_exports_its_promoted_kernel(
+    tmp_path: Path, fresh_sqlite_url: Callable[[], str]
+) -> None:
+    folder = _imported(tmp_path)
+    task = load_task(folder)
+    faster = task.kernel_source + "\n# the search's faster kernel\n"
+    url = fresh_sqlite_url()
+    store = SqlEventStore.open(url)
+    try:
+        kernel_hash = store.put_blob(faster)
+        changed = factories.source_changed(task.name, task.content_hash)
+        changed = changed.model_copy(update={"task_dir": str(folder), "dialect": "triton"})
+        promoted = factories.promoted(task.name, task.content_hash, "c1", 0.003, 0.004)
+        promoted = promoted.model_copy(
+            update={"kernel_hash": kernel_hash, "backend": "triton", "latency_kind": "measured"}
+        )
+        store.append(f"task:{task.name}", [encode(changed), encode(promoted)])
+    finally:
+        store.close()
+    _record_profile(url, folder, 0.003, kernel_hash=kernel_hash, candidate_id="c1")
+    _record_profile(url, folder, 0.004)  # the baseline's, later: not the exported kernel's
+    out = tmp_path / "apply"
+    run = run_cli("export", task.name, "--format", "flashinfer", "--out", str(out), "--db", url)
+    assert run.code == 0, run.err
+    summary = run.json()
+    assert summary["kernel"] == "promoted candidate c1"
+    assert summary["traces"] == ["w1"]
+    loaded = TraceSet.from_path(str(out))
+    (solution,) = loaded.solutions[RMSNORM]
+    assert solution.sources[0].content.startswith(faster.rstrip())
+    (trace,) = loaded.traces[RMSNORM]
+    assert trace.evaluation.performance.latency_ms == 0.003
+
+
+def test_a_task_without_workloads_is_traced_at_its_full_shapes(
+    tmp_path: Path, fresh_sqlite_url: Callable[[], str]
+) -> None:
+    folder = _imported(tmp_path)
+    (folder / "workloads.jsonl").unlink()
+    url = fresh_sqlite_url()
+    _record_profile(url, folder, 0.004)
+    out = tmp_path / "apply"
+    run = run_cli("export", str(folder), "--format", "flashinfer", "--out", str(out), "--db", url)
+    assert run.code == 0, run.err
+    (trace,) = TraceSet.from_path(str(out)).traces[RMSNORM]
+    assert trace.workload.axes == {"batch_size": 4}
+    assert {i.type for i in trace.workload.inputs.values()} == {"random"}
