@@ -5,6 +5,7 @@ own input draws, and the errors that name the bad file."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from tests.flashinfer.dataset import (
     write_dataset,
     write_json,
 )
+from tests.support import REPOSITORY
 from tests.support.cli import Run, run_cli
 
 
@@ -208,3 +210,57 @@ def test_without_flashinfer_bench_the_command_says_how_to_install_it(
     run = _import(tmp_path, tmp_path / "tasks")
     assert run.code == 2
     assert "pip install 'accelopt[flashinfer]'" in run.err
+
+
+def test_a_solution_of_several_python_files_is_not_imported(tmp_path: Path) -> None:
+    root = write_dataset(tmp_path / "ds")
+    write_json(
+        root / "solutions" / "elementwise" / SCALE_ADD / "split.json",
+        {
+            "name": "scale_add_split",
+            "definition": SCALE_ADD,
+            "author": "tests",
+            "spec": {
+                "language": "triton",
+                "target_hardware": ["cuda"],
+                "entry_point": "main.py::run",
+                "destination_passing_style": False,
+            },
+            "sources": [
+                {"path": "main.py", "content": "from helpers import run\n"},
+                {"path": "helpers.py", "content": "def run(x, y, alpha):\n    return x\n"},
+            ],
+        },
+    )
+    run = _import(root, tmp_path / "tasks", "--solution", "scale_add_split")
+    assert run.code == 1
+    (skipped,) = run.json()["skipped"]
+    assert skipped["definition"] == SCALE_ADD
+    assert "has 2 Python files (main.py, helpers.py)" in skipped["reason"]
+
+
+def test_an_unknown_definition_is_an_error_naming_those_the_dataset_holds(
+    tmp_path: Path,
+) -> None:
+    root = write_dataset(tmp_path / "ds")
+    run = _import(root, tmp_path / "tasks", "--definition", "gemm")
+    assert run.code == 2
+    assert f"no definition gemm (it holds {RMSNORM}, {SCALE_ADD})" in run.err
+
+
+@pytest.mark.parametrize("command", ["import-flashinfer", "export"])
+def test_the_commands_help_imports_neither_torch_nor_flashinfer_bench(command: str) -> None:
+    probe = (
+        "import sys\nfrom daemon.cli import main\ntry:\n    main(sys.argv[1:])\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'flashinfer_bench'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, command, "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPOSITORY,
+    )
+    assert "Usage: accelopt" in done.stdout
+    assert done.stdout.splitlines()[-1] == "[]"
