@@ -121,7 +121,19 @@ def _measurement(recorded_at: str, profile: ProfileRecorded) -> Any:
         job_id=profile.job_id,
         libs={k: fingerprint[k] for k in LIBS if k in fingerprint},
         reference_ms=profile.latency_stats.get("eager_p50"),
+        per_workload=_per_workload(profile),
     )
+
+
+def _per_workload(profile: ProfileRecorded) -> dict[str, tuple[float, str]]:
+    """Each correct workload's own latency, where the profile holds them (`workloads`, from
+    ProfileRecorded's schema version 5 on: a task's workloads.jsonl profiled on all of them;
+    read by name so that an older catalogue without it reads as none)."""
+    found: dict[str, tuple[float, str]] = {}
+    for outcome in getattr(profile, "workloads", None) or []:
+        if outcome.correct and outcome.latency_ms is not None and outcome.latency_kind:
+            found[outcome.uuid] = (outcome.latency_ms, outcome.latency_kind)
+    return found
 
 
 def _task(store: EventStore | None, task: str) -> TaskSpec:

@@ -4,10 +4,12 @@ solutions/, workloads/, traces/, blob/) that flashinfer_bench's loader reads and
 serves from. Every file is built through flashinfer_bench's models and the folder is loaded
 back with TraceSet.from_path before the export counts as done.
 
-The task must carry its Definition (definition.json, written by import-flashinfer). accelopt
-times a task on its full shapes, the reference's constants: a Trace is written for each
-workload whose axes are those constants, and the other workloads are reported as not
-measured (no Trace claims what was not run). accelopt does not record element-wise errors,
+The task must carry its Definition (definition.json, written by import-flashinfer). A profile
+that holds each workload's latency (a task with workloads, profiled on all of them) gives each
+of those workloads its Trace; otherwise accelopt timed the task's full shapes, the reference's
+constants, and a Trace is written for each workload whose axes are those constants. The other
+workloads are reported as not measured (no Trace claims what was not run). accelopt does not
+record element-wise errors,
 so a Trace's correctness keeps the schema's zero errors and says in `extra` and in the log how
 accelopt judged the kernel instead.
 """
@@ -64,6 +66,30 @@ class Measurement:
     libs: dict[str, str] = field(default_factory=dict)
     reference_ms: float | None = None
     """The definition's PyTorch reference timed on the same inputs, where accelopt did."""
+    per_workload: dict[str, tuple[float, str]] = field(default_factory=dict)
+    """A profile of every workload (a task's workloads.jsonl profiled on `full`): each correct
+    workload's uuid -> its own latency and kind; `latency_ms` is then their geometric mean."""
+
+
+def _latencies(
+    workloads: list[Any], constants: dict[str, int | float], measured: Measurement | None
+) -> dict[str, tuple[float, str, float | None]]:
+    """Each measured workload's uuid -> its latency, its kind and the reference's time: each
+    workload's own where the profile has them, else the profile's for the workloads whose
+    axes are the task's full shapes (what it ran on)."""
+    if measured is None:
+        return {}
+    if measured.per_workload:
+        return {
+            w.uuid: (*measured.per_workload[w.uuid], None)
+            for w in workloads
+            if w.uuid in measured.per_workload
+        }
+    return {
+        w.uuid: (measured.latency_ms, measured.latency_kind, measured.reference_ms)
+        for w in workloads
+        if all(constants.get(axis) == value for axis, value in w.axes.items())
+    }
 
 
 def _read(model: Any, path: Path) -> Any:
@@ -186,29 +212,28 @@ def _copy_blobs(workload: Any, task_dir: Path, out: Path, definition: Any) -> An
     return Workload(axes=dict(workload.axes), inputs=inputs, uuid=workload.uuid)
 
 
-def _evaluation(measured: Measurement, rule: str) -> Any:
+def _evaluation(
+    measured: Measurement, latency_ms: float, kind: str, reference: float | None, rule: str
+) -> Any:
     note = {
-        "latency_kind": measured.latency_kind,
+        "latency_kind": kind,
         "backend": measured.backend,
         "target": measured.target,
         "profile_job": measured.job_id,
         "judged_by": rule,
         "element_errors": "not recorded by accelopt (max errors are the schema's defaults)",
     }
-    reference = measured.reference_ms
     return Evaluation(
         status="PASSED",
         environment=Environment(hardware=measured.hardware, libs=measured.libs),
         timestamp=measured.recorded_at,
-        log=f"accelopt: latency {measured.latency_ms:.6g} ms ({measured.latency_kind}) on "
-        f"{measured.backend} {measured.target}; correct under {rule}",
+        log=f"accelopt: latency {latency_ms:.6g} ms ({kind}) on {measured.backend} "
+        f"{measured.target}; correct under {rule}",
         correctness=Correctness(extra={"accelopt": note}),
         performance=Performance(
-            latency_ms=measured.latency_ms,
+            latency_ms=latency_ms,
             reference_latency_ms=reference or 0.0,
-            speedup_factor=reference / measured.latency_ms
-            if reference and measured.latency_ms
-            else 0.0,
+            speedup_factor=reference / latency_ms if reference and latency_ms else 0.0,
         ),
     )
 
@@ -255,21 +280,18 @@ def export_flashinfer(
     if definition_file.exists() and _read(Definition, definition_file) != definition:
         raise FlashInferError(f"{definition_file} holds another definition of {definition.name}")
     workloads = _workloads(task_dir) or [_full_shapes(definition, constants)]
-    measured_on = [w for w in workloads if all(constants.get(a) == v for a, v in w.axes.items())]
+    latencies = _latencies(workloads, constants, measured)
     copied = {w.uuid: _copy_blobs(w, task_dir, out, definition) for w in workloads}
-    traces = (
-        [
-            Trace(
-                definition=definition.name,
-                workload=copied[w.uuid],
-                solution=solution.name,
-                evaluation=_evaluation(measured, rule),
-            )
-            for w in measured_on
-        ]
+    traces = [
+        Trace(
+            definition=definition.name,
+            workload=copied[uuid],
+            solution=solution.name,
+            evaluation=_evaluation(measured, *latencies[uuid], rule),
+        )
+        for uuid in latencies
         if measured is not None
-        else []
-    )
+    ]
     save_json_file(definition, definition_file)
     save_json_file(solution, solution_file)
     workload_file = out / "workloads" / definition.op_type / f"{definition.name}.jsonl"
@@ -279,7 +301,10 @@ def export_flashinfer(
         )
     if traces:  # beside the traces of other solutions the folder may hold
         append_jsonl_file(traces, out / "traces" / definition.op_type / f"{definition.name}.jsonl")
-    loaded = TraceSet.from_path(str(out))  # flashinfer_bench's own loader must accept it
+    try:  # flashinfer_bench's own loader must accept the folder
+        loaded = TraceSet.from_path(str(out))
+    except (ValueError, AssertionError, ValidationError) as e:
+        raise FlashInferError(f"{out}: flashinfer_bench's loader refuses the folder: {e}") from None
     if loaded.get_solution(solution.name) is None:
         raise FlashInferError(f"{out}: flashinfer_bench's loader does not find {solution.name}")
     return {
@@ -288,6 +313,6 @@ def export_flashinfer(
         "solution": solution.name,
         "solution_file": str(solution_file),
         "traces": [t.workload.uuid for t in traces],
-        "not_measured": [w.uuid for w in workloads if w not in measured_on or measured is None],
+        "not_measured": [w.uuid for w in workloads if w.uuid not in latencies],
         "latency_kind": measured.latency_kind if measured is not None else None,
     }

@@ -6,12 +6,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from flashinfer_bench.data import Definition, TraceSet
 
-from daemon.flashinfer.export import adapted_source
+from daemon.cli.flashinfer import _per_workload
+from daemon.flashinfer.export import Measurement, adapted_source, export_flashinfer
 from events.codec import encode
 from nkibench.task.spec import load_task
 from store.sql import SqlEventStore
@@ -184,3 +186,51 @@ def test_a_task_without_workloads_is_traced_at_its_full_shapes(
     (trace,) = TraceSet.from_path(str(out)).traces[RMSNORM]
     assert trace.workload.axes == {"batch_size": 4}
     assert {i.type for i in trace.workload.inputs.values()} == {"random"}
+
+
+def test_a_profile_of_every_workload_gives_each_its_own_trace(tmp_path: Path) -> None:
+    """A task with workloads profiled on all of them (ProfileRecorded.workloads): each correct
+    workload's Trace carries its own latency, not the profile's geometric mean."""
+    folder = _imported(tmp_path)
+    task = load_task(folder)
+    measured = Measurement(
+        latency_ms=(0.002 * 0.008) ** 0.5,
+        latency_kind="measured",
+        hardware=GPU,
+        backend="triton",
+        target="h100",
+        recorded_at="2026-11-27T00:00:00",
+        job_id="j1",
+        reference_ms=0.01,
+        per_workload={"w1": (0.002, "measured"), "w2": (0.008, "measured")},
+    )
+    summary = export_flashinfer(
+        task_dir=folder,
+        constants=task.constants,
+        rule="test",
+        kernel=task.kernel_source,
+        function=task.kernel_function,
+        measured=measured,
+        solution_name="accelopt_test",
+        description="test",
+        out=tmp_path / "apply",
+    )
+    assert summary["traces"] == ["w1", "w2"]
+    assert summary["not_measured"] == []
+    traces = TraceSet.from_path(str(tmp_path / "apply")).traces[RMSNORM]
+    latency = {t.workload.uuid: t.evaluation.performance for t in traces}
+    assert latency["w1"].latency_ms == 0.002
+    assert latency["w2"].latency_ms == 0.008
+    assert latency["w1"].speedup_factor == 0.0  # the reference was timed on no one workload
+
+
+def test_each_correct_workload_of_a_profile_is_read() -> None:
+    outcome = SimpleNamespace
+    profile = outcome(
+        workloads=[
+            outcome(uuid="w1", correct=True, latency_ms=0.5, latency_kind="measured"),
+            outcome(uuid="w2", correct=False, latency_ms=None, latency_kind=None),
+        ]
+    )
+    assert _per_workload(cast(Any, profile)) == {"w1": (0.5, "measured")}
+    assert _per_workload(cast(Any, outcome())) == {}  # a profile recorded before workloads
