@@ -5,7 +5,8 @@ traced several times counts its lowest latency). Solutions that pass on more wor
 first (a fast solution that fails half the workloads is no baseline), then the lower mean
 latency over the workloads they pass, then the name (so ties are decided the same way every
 time). A solution without traces is chosen only where no solution passed anywhere (its
-speed is unknown; provenance says so); one whose every trace failed is never chosen.
+speed is unknown; provenance says so); one whose every trace failed is never chosen. The
+importer takes the first of this order whose source makes a kernel.py.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from flashinfer_bench.data import SafetensorsInput
 
 from daemon.flashinfer.choose import Ranked, rank
 from daemon.flashinfer.dataset import Dataset, blob_file, load_dataset
-from daemon.flashinfer.kernel_source import kernel_source
+from daemon.flashinfer.kernel_source import Kernel, kernel_source
 from daemon.flashinfer.package import FlashInferError
 from daemon.flashinfer.reference_source import reference_source
 from daemon.flashinfer.shapes import Unconvertible, check_names
@@ -107,8 +107,11 @@ def _trace_summary(trace: Any) -> dict[str, Any]:
     }
 
 
-def _choose(dataset: Dataset, name: str, wanted: str | None) -> tuple[Ranked, list[dict[str, Any]]]:
-    """The solution to import, and every candidate with why it was or was not taken."""
+def _choose(
+    dataset: Dataset, name: str, wanted: str | None
+) -> tuple[list[Ranked], list[dict[str, Any]]]:
+    """The Triton solutions that may be imported, best first (choose.rank), and the others
+    with why they may not."""
     solutions = dataset.traces.solutions.get(name, [])
     traces = dataset.traces.traces.get(name, [])
     if wanted is not None:
@@ -132,11 +135,32 @@ def _choose(dataset: Dataset, name: str, wanted: str | None) -> tuple[Ranked, li
         for s in usable
         if s.name not in ranked_names
     ]
-    if not ranked:
+    return ranked, notes
+
+
+def _kernel(
+    definition: Any, ranked: list[Ranked], notes: list[dict[str, Any]], wanted: str | None
+) -> tuple[Ranked, Kernel, list[dict[str, Any]]]:
+    """The first of `ranked` whose source makes a kernel.py (a solution of several Python
+    files, say, does not: the next one is taken, and the candidates say why)."""
+    candidates = []
+    found: tuple[Ranked, Kernel] | None = None
+    for item in ranked:
+        summary = item.summary()
+        if found is None:
+            try:
+                found = item, kernel_source(definition, item.solution)
+            except Unconvertible as e:
+                summary["standing"] = str(e)
+            except SyntaxError as e:
+                summary["standing"] = f"does not parse: {e}"
+        candidates.append(summary)
+    candidates += notes
+    if found is None:
         what = f"solution {wanted}" if wanted else "no Triton solution"
-        reason = "; ".join(f"{n['solution']}: {n['standing']}" for n in notes)
+        reason = "; ".join(f"{n['solution']}: {n['standing']}" for n in candidates)
         raise Unconvertible(f"{what} to import" + (f" ({reason})" if reason else ""))
-    return ranked[0], [r.summary() for r in ranked] + notes
+    return found[0], found[1], candidates
 
 
 def _write(
@@ -164,11 +188,7 @@ def _convert(
         raise Unconvertible(f"{target} exists (an existing folder is never overwritten)")
     workloads = dataset.traces.workloads.get(name, [])
     first = workloads[0].workload if workloads else None
-    chosen, candidates = _choose(dataset, name, wanted)
-    try:
-        kernel = kernel_source(definition, chosen.solution)
-    except SyntaxError as e:
-        raise Unconvertible(f"solution {chosen.solution.name} does not parse: {e}") from None
+    chosen, kernel, candidates = _kernel(definition, *_choose(dataset, name, wanted), wanted)
     blobs = _blobs(dataset, name)
     renamed = _blob_names(blobs)
     where = dataset.definition_files[name]

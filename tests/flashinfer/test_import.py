@@ -25,6 +25,7 @@ from tests.flashinfer.dataset import (
     rmsnorm_definition,
     write_dataset,
     write_json,
+    write_lines,
 )
 from tests.support import REPOSITORY
 from tests.support.cli import Run, run_cli
@@ -237,6 +238,27 @@ def test_a_solution_of_several_python_files_is_not_imported(tmp_path: Path) -> N
     (skipped,) = run.json()["skipped"]
     assert skipped["definition"] == SCALE_ADD
     assert "has 2 Python files (main.py, helpers.py)" in skipped["reason"]
+    # the best by its traces, it is passed over for the next one that makes a kernel.py
+    trace = {
+        "definition": SCALE_ADD,
+        "workload": {"uuid": "s1", "axes": {"n": 100}, "inputs": {}},
+        "solution": "scale_add_split",
+        "evaluation": {
+            "status": "PASSED",
+            "environment": {"hardware": "NVIDIA H100"},
+            "timestamp": "2026-11-01T00:00:00",
+            "correctness": {},
+            "performance": {"latency_ms": 0.001},
+        },
+    }
+    write_lines(root / "traces" / "elementwise" / f"{SCALE_ADD}.jsonl", [trace])
+    run = _import(root, tmp_path / "tasks2", "--definition", SCALE_ADD)
+    assert run.code == 0, run.err
+    assert run.json()["imported"][0]["solution"] == "scale_add_triton"
+    provenance = json.loads((tmp_path / "tasks2" / SCALE_ADD / "provenance.json").read_text())
+    standing = {c["solution"]: c["standing"] for c in provenance["candidates"]}
+    assert "has 2 Python files" in standing["scale_add_split"]
+    assert standing["scale_add_triton"] == "untraced"
 
 
 def test_an_unknown_definition_is_an_error_naming_those_the_dataset_holds(
