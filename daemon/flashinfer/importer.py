@@ -28,6 +28,7 @@ from flashinfer_bench.data import SafetensorsInput
 
 from daemon.flashinfer.choose import Ranked, rank
 from daemon.flashinfer.dataset import Dataset, blob_file, load_dataset
+from daemon.flashinfer.judging import judging
 from daemon.flashinfer.kernel_source import Kernel, kernel_source
 from daemon.flashinfer.package import FlashInferError
 from daemon.flashinfer.reference_source import reference_source
@@ -183,6 +184,7 @@ def _convert(
     if problem is not None:
         raise Unconvertible(f"its name cannot name a task: {problem}")
     check_names(definition)
+    judged = judging(definition)
     target = destination / name
     if target.exists():
         raise Unconvertible(f"{target} exists (an existing folder is never overwritten)")
@@ -216,7 +218,7 @@ def _convert(
     files = {
         "reference.py": reference_source(definition, first, f"{where}"),
         "kernel.py": kernel.source,
-        "task.toml": task_toml(definition, kernel.function, allow_torch_compute),
+        "task.toml": task_toml(definition, judged, kernel.function, allow_torch_compute),
         WORKLOADS_FILE: _workload_lines(workloads, renamed),
         DEFINITION_FILE: definition.model_dump_json(indent=2) + "\n",
         PROVENANCE_FILE: json.dumps(provenance, indent=2) + "\n",

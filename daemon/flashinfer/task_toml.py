@@ -1,19 +1,18 @@
 """task.toml of a task made from a definition: the triton backend, the definition's name and
-description, each output's dtype held to FlashInfer-Bench's default per-element tolerance,
-and the compulsory bytes as the roofline (a definition says nothing of its flops)."""
+description, each output's dtype held to FlashInfer-Bench's per-element tolerance for it
+(daemon.flashinfer.judging), and the compulsory bytes as the roofline (a definition says
+nothing of its flops)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from daemon.flashinfer.judging import Judging
 from daemon.flashinfer.shapes import bytes_formula
 
-__all__ = ["ATOL", "RTOL", "task_toml"]
+__all__ = ["task_toml"]
 
-ATOL = RTOL = 1e-2
-"""FlashInfer-Bench's defaults (bench/config.py BenchmarkConfig.atol and .rtol): an element
-fails when it is off by more than both."""
 TASK_DTYPES = ("bfloat16", "float16", "float32")
 
 
@@ -31,7 +30,9 @@ def _task_dtype(definition: Any) -> str:
     return "float32"
 
 
-def task_toml(definition: Any, kernel_function: str, allow_torch_compute: bool) -> str:
+def task_toml(
+    definition: Any, judged: Judging, kernel_function: str, allow_torch_compute: bool
+) -> str:
     description = definition.description or f"FlashInfer-Bench definition {definition.name}"
     lines = [
         "# Written by `accelopt import-flashinfer` (provenance.json says from what).",
@@ -50,7 +51,9 @@ def task_toml(definition: Any, kernel_function: str, allow_torch_compute: bool) 
             "",
             f"[outputs.{name}]",
             f"dtype = {_string(str(spec.dtype.value))}",
-            f"atol = {ATOL!r}",
-            f"rtol = {RTOL!r}",
+            f"atol = {judged.atol!r}",
+            f"rtol = {judged.rtol!r}",
         ]
+        if judged.matched_ratio is not None:
+            lines.append(f"matched_ratio = {judged.matched_ratio!r}")
     return "\n".join(lines) + "\n"

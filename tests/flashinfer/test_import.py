@@ -12,11 +12,14 @@ from typing import Any
 
 import pytest
 import torch
+from flashinfer_bench.bench import BenchmarkConfig
 from flashinfer_bench.bench.utils import gen_inputs
 from flashinfer_bench.data import Definition, Workload
 
+from daemon.flashinfer.judging import judging
 from daemon.flashinfer.package import FlashInferMissing, require
 from daemon.flashinfer.reference_source import reference_source
+from daemon.flashinfer.shapes import Unconvertible
 from nkibench.task.spec import load_task
 from tests.flashinfer.dataset import (
     BLOB,
@@ -286,3 +289,40 @@ def test_the_commands_help_imports_neither_torch_nor_flashinfer_bench(command: s
     )
     assert "Usage: accelopt" in done.stdout
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_outputs_are_held_to_what_flashinfer_bench_judges_them_by() -> None:
+    """Its benchmark's default tolerances; its low-bit evaluator's share of matching
+    elements; and sampling, judged by distribution, is no task."""
+    config = BenchmarkConfig()
+    plain = judging(Definition.model_validate(rmsnorm_definition()))
+    assert (plain.atol, plain.rtol, plain.matched_ratio) == (config.atol, config.rtol, None)
+    lowbit = {**rmsnorm_definition(), "name": "moe_fp8_block_scale_h64"}
+    assert judging(Definition.model_validate(lowbit)).matched_ratio == 0.95
+    sampling = {**rmsnorm_definition(), "op_type": "sampling"}
+    with pytest.raises(Unconvertible, match="distribution"):
+        judging(Definition.model_validate(sampling))
+
+
+def test_a_low_bit_definition_s_task_toml_keeps_the_share_of_matching_elements(
+    tmp_path: Path,
+) -> None:
+    root = write_dataset(tmp_path / "ds")
+    lowbit = {**rmsnorm_definition(), "name": "moe_fp8_block_scale_h64"}
+    write_json(root / "definitions" / "moe" / "moe_fp8_block_scale_h64.json", lowbit)
+    write_lines(
+        root / "workloads" / "moe" / "moe_fp8_block_scale_h64.jsonl",
+        [
+            {
+                "definition": lowbit["name"],
+                "workload": {"uuid": "m1", "axes": {"batch_size": 2}, "inputs": {}},
+            }
+        ],
+    )
+    solution = json.loads(next((root / "solutions").rglob("rmsnorm_dps.json")).read_text())
+    solution |= {"name": "lowbit_dps", "definition": lowbit["name"]}
+    write_json(root / "solutions" / "moe" / "lowbit_dps.json", solution)
+    run = _import(root, tmp_path / "tasks", "--definition", lowbit["name"])
+    assert run.code == 0, run.err
+    task = load_task(tmp_path / "tasks" / lowbit["name"])
+    assert task.outputs["out"].matched_ratio == 0.95
