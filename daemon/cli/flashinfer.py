@@ -17,7 +17,8 @@ from daemon.cli.render import emit_json
 from daemon.flashinfer.package import FlashInferError, require
 from events.catalog import ProfileRecorded
 from events.codec import decode
-from nkibench.task.spec import TaskSpec, load_task
+from nkibench.dialects import get_dialect
+from nkibench.task.spec import TaskSpec, defined_function, load_task
 from store.base import EventStore
 from store.errors import BlobNotFound, DatabaseNotFound
 from store.projections.library import LibraryProjection
@@ -160,14 +161,16 @@ def _kernel(store: EventStore | None, task: TaskSpec, kernel_file: Path | None) 
     promoted = library.promoted().get(task.name)
     if promoted is not None:
         return store.get_text(promoted.kernel_hash), f"promoted candidate {promoted.candidate_id}"
-    timed = sorted((p for _, p in _profiles(store, task.name)), key=lambda p: p.latency_ms or 0.0)
+    timed = sorted(
+        (p for _, p in _profiles(store, task.name) if p.task_source_hash == task.content_hash),
+        key=lambda p: p.latency_ms or 0.0,
+    )
     for profile in timed:
         try:
-            return store.get_text(
-                profile.kernel_hash
-            ), f"profiled kernel {profile.kernel_hash[:12]}"
+            source = store.get_text(profile.kernel_hash)
         except BlobNotFound:  # a profile whose source the log does not hold
             continue
+        return source, f"profiled kernel {profile.kernel_hash[:12]}"
     return task.kernel_source, f"{task.path / 'kernel.py'}"
 
 
@@ -187,6 +190,9 @@ def export_flashinfer_format(
         store = None  # a task folder never profiled here: its kernel, without Traces
     task = _task(store, task_name)
     source, origin = _kernel(store, task, kernel_file)
+    destination = out or Path(f"{task.name}-flashinfer")
+    if destination.exists() and not destination.is_dir():
+        raise FlashInferError(f"{destination} is not a directory (--out names the dataset folder)")
     digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
     # the latest timing of this very kernel on this revision of the task (its shapes)
     timed = [
@@ -201,11 +207,15 @@ def export_flashinfer_format(
         constants=task.constants,
         rule=f"accelopt's check ({rules or f'relative L2 <= {task.rel_tol:g}'})",
         kernel=source,
-        function=task.kernel_function,
+        # a candidate names its entry as the task's, or as its language's (run)
+        function=defined_function(
+            source, (task.kernel_function, *get_dialect(task.dialect).entry_points)
+        )
+        or task.kernel_function,
         measured=measured,
         solution_name=f"accelopt_{task.name}_{digest[:12]}",
         description=f"accelopt's kernel for {task.name} ({origin})",
-        out=out or Path(f"{task.name}-flashinfer"),
+        out=destination,
     )
     summary["kernel"] = origin
     emit_json(summary)

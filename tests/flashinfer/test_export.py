@@ -17,7 +17,12 @@ from daemon.flashinfer.export import Measurement, adapted_source, export_flashin
 from events.codec import encode
 from nkibench.task.spec import load_task
 from store.sql import SqlEventStore
-from tests.flashinfer.dataset import RMSNORM, scale_add_definition, write_dataset
+from tests.flashinfer.dataset import (
+    RMSNORM,
+    RMSNORM_RETURNING,
+    scale_add_definition,
+    write_dataset,
+)
 from tests.support import factories
 from tests.support.cli import run_cli
 
@@ -234,3 +239,20 @@ def test_each_correct_workload_of_a_profile_is_read() -> None:
     )
     assert _per_workload(cast(Any, profile)) == {"w1": (0.5, "measured")}
     assert _per_workload(cast(Any, outcome())) == {}  # a profile recorded before workloads
+
+
+def test_a_kernel_that_names_its_entry_run_is_called_so(tmp_path: Path) -> None:
+    """The task's kernel_function is the import's bridge; a candidate written as Triton tasks
+    are (`def run`) is called by that name."""
+    folder = _imported(tmp_path)
+    assert load_task(folder).kernel_function == "run_returning_outputs"
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(RMSNORM_RETURNING.replace("def rmsnorm(", "def run("))
+    out = tmp_path / "apply"
+    run = run_cli(
+        "export", str(folder), "--format", "flashinfer", "--out", str(out),
+        "--kernel", str(candidate),
+    )  # fmt: skip
+    assert run.code == 0, run.err
+    (solution,) = TraceSet.from_path(str(out)).solutions[RMSNORM]
+    assert "result = run(hidden_states=hidden_states, weight=weight)" in solution.sources[0].content
