@@ -5,6 +5,7 @@ own input draws, and the errors that name the bad file."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,11 +20,12 @@ from flashinfer_bench.data import Definition, Workload
 from daemon.flashinfer.judging import judging
 from daemon.flashinfer.package import FlashInferMissing, require
 from daemon.flashinfer.reference_source import reference_source
-from daemon.flashinfer.shapes import Unconvertible
+from daemon.flashinfer.shapes import Unconvertible, check_names
 from nkibench.task.spec import load_task
 from tests.flashinfer.dataset import (
     BLOB,
     RMSNORM,
+    RMSNORM_REFERENCE,
     SCALE_ADD,
     rmsnorm_definition,
     write_dataset,
@@ -326,3 +328,35 @@ def test_a_low_bit_definition_s_task_toml_keeps_the_share_of_matching_elements(
     assert run.code == 0, run.err
     task = load_task(tmp_path / "tasks" / lowbit["name"])
     assert task.outputs["out"].matched_ratio == 0.95
+
+
+def _changed(**change: Any) -> Any:
+    return Definition.model_validate({**rmsnorm_definition(), **change})
+
+
+@pytest.mark.parametrize(
+    ("definition", "reason"),
+    [
+        (
+            _changed(reference=RMSNORM_REFERENCE + "\nbatch_size = 3\n"),
+            "axis 'batch_size' is also bound at module level by its reference",
+        ),
+        (
+            _changed(reference=RMSNORM_REFERENCE + "\ndef get_inputs():\n    return {}\n"),
+            "its reference binds get_inputs",
+        ),
+        (
+            _changed(
+                outputs={"forward": {"shape": ["batch_size", "hidden_size"], "dtype": "float32"}}
+            ),
+            "output 'forward' is not a name",
+        ),
+        (
+            _changed(outputs={"out": {"shape": ["batch_size"], "dtype": "float4_e2m1"}}),
+            "out is float4_e2m1, which accelopt's tasks do not carry",
+        ),
+    ],
+)
+def test_a_definition_the_task_format_cannot_carry_says_why(definition: Any, reason: str) -> None:
+    with pytest.raises(Unconvertible, match=re.escape(reason)):
+        check_names(definition)
