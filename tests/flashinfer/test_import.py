@@ -106,7 +106,8 @@ def test_get_inputs_draws_as_flashinfer_bench_draws(tmp_path: Path) -> None:
     dtypes = ["float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2", "bool"]
     dtypes += ["int8", "int16", "int32", "int64"]
     inputs: dict[str, Any] = {f"x_{d}": {"shape": ["m", "k"], "dtype": d} for d in dtypes}
-    inputs["eps"] = {"shape": None, "dtype": "float32"}
+    inputs["eps"] = {"shape": None, "dtype": "float32"}  # a Python number
+    inputs["scale"] = {"shape": [], "dtype": "float32"}  # a 0-d tensor
     definition = Definition.model_validate(
         {
             "name": "many",
@@ -129,7 +130,9 @@ def test_get_inputs_draws_as_flashinfer_bench_draws(tmp_path: Path) -> None:
         for (name, mine), other in zip(ours.items(), theirs, strict=True):
             if isinstance(other, torch.Tensor):
                 assert mine.dtype == other.dtype, name
-                assert torch.equal(mine.view(torch.uint8), other.view(torch.uint8)), name
+                assert mine.shape == other.shape, name
+                bits = [t.reshape(-1).view(torch.uint8) for t in (mine, other)]
+                assert torch.equal(*bits), name
             else:
                 assert mine == other, name
 
