@@ -254,7 +254,7 @@ def import_flashinfer(
     or a workload's missing blob (before anything is written)."""
     dataset = load_dataset(root)
     known = dataset.traces.definitions
-    names = definitions or sorted(known)
+    names = list(dict.fromkeys(definitions)) if definitions else sorted(known)
     unknown = [n for n in names if n not in known]
     if unknown:
         raise FlashInferError(
