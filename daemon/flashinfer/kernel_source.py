@@ -5,6 +5,7 @@ accelopt calls the task's kernel function with the inputs and takes the outputs 
 A FlashInfer-Bench solution in destination-passing style (its default) takes the outputs as
 its last arguments instead: the bridge allocates them (torch.empty: allocation, which a
 Triton task's run() may do), calls the entry, and returns them in the definition's order.
+A value-returning entry not named `run` is named by task.toml's kernel_function.
 A solution is one kernel.py: a solution with more than one Python file is not imported (its
 files import each other, which a task's single module cannot), and files that are not Python
 (notes, build files) are left out and listed in provenance.json.
