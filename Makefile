@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@# FlashInfer-Bench's schema models only, without FlashInfer's CUDA stack (README.md).
+	$(BIN)/python -m pip install --quiet --no-deps flashinfer-bench==0.1.2
 	touch $(STAMP)
 
 # The main job: the daemon in the foreground on the example kernel directory (SQLite under

@@ -98,6 +98,7 @@ CONFINED: dict[str, tuple[str, ...]] = {
     "starlette": ("daemon.views.web",),
     "uvicorn": ("daemon.views.web",),
     "prometheus_client": ("daemon.views.web",),
+    "flashinfer_bench": ("daemon.flashinfer",),
     "tools": (),
 }
 """Each heavy third-party package and the only modules (or packages) that may import it; and

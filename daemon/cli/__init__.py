@@ -2,11 +2,12 @@
 and an exit status; commands never call sys.exit themselves.
 
 The commands live in rooms by what they work on: the event log (log.py), kernels
-(kernels.py), the agents (agents.py), porting legacy NKI (port.py), the service (service.py),
-the fleet's workers and jobs (fleet.py) and the benchmarks (bench.py); the options they
-share are declared once (options.py). The group names them in COMMANDS and imports a room
-only when one of its commands runs (lazy.py): `--help`, `status` and `events` start without
-the LLM client, the job queue, the backends' libraries or the web extra.
+(kernels.py), FlashInfer-Bench's files (flashinfer.py), the agents (agents.py), porting
+legacy NKI (port.py), the service (service.py), the fleet's workers and jobs (fleet.py) and
+the benchmarks (bench.py); the options they share are declared once (options.py). The group
+names them in COMMANDS and imports a room only when one of its commands runs (lazy.py):
+`--help`, `status` and `events` start without the LLM client, the job queue, the backends'
+libraries, the web extra or flashinfer_bench.
 """
 
 from __future__ import annotations
@@ -43,7 +44,13 @@ COMMANDS = {
     ),
     "export": LazyCommand(
         "daemon.cli.service:export_command",
-        "The task's promoted kernel with its provenance header (candidate, position, speedup).",
+        "The task's promoted kernel with its provenance header (candidate, position, speedup), "
+        "or as a FlashInfer-Bench Solution with its Traces.",
+    ),
+    "import-flashinfer": LazyCommand(
+        "daemon.cli.flashinfer:import_flashinfer_command",
+        "Turn a FlashInfer Trace dataset's definitions into task folders (reference, workloads, "
+        "the best Triton solution as the kernel).",
     ),
     "import-nkibench": LazyCommand(
         "daemon.cli.kernels:import_nkibench_command",

@@ -1,5 +1,5 @@
 """The service commands of `accelopt`: `daemon` (watch a directory and keep optimizing) and
-`export` (a task's promoted kernel, with its provenance header)."""
+`export` (a task's promoted kernel, with its provenance header, or as FlashInfer-Bench files)."""
 
 from __future__ import annotations
 
@@ -170,12 +170,42 @@ def daemon_command(
 @click.command("export")
 @click.argument("task")
 @click.option(
-    "--out", type=click.Path(path_type=Path, dir_okay=False), help="Write here instead of stdout."
+    "--format",
+    "form",
+    type=click.Choice(["text", "flashinfer"]),
+    default="text",
+    show_default=True,
+    help="text: the kernel's source; flashinfer: a FlashInfer-Bench dataset folder (the task's "
+    "definition, the kernel as a Solution, a Trace per measured workload).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Write here instead of stdout (flashinfer: the dataset folder, default "
+    "./TASK-flashinfer).",
+)
+@click.option(
+    "--kernel",
+    "kernel_file",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="flashinfer: export this kernel file instead of the task's best recorded kernel.",
 )
 @database_option
 @click.pass_context
-def export_command(ctx: click.Context, task: str, out: Path | None) -> None:
-    """The task's promoted kernel with its provenance header (candidate, position, speedup)."""
+def export_command(
+    ctx: click.Context, task: str, form: str, out: Path | None, kernel_file: Path | None
+) -> None:
+    """The task's promoted kernel with its provenance header (candidate, position, speedup),
+    or as a FlashInfer-Bench Solution with its Traces."""
+    if form == "flashinfer":
+        from daemon.cli.flashinfer import export_flashinfer_format  # noqa: PLC0415
+
+        export_flashinfer_format(ctx, task, out, kernel_file)
+        return
+    if kernel_file is not None:
+        raise click.BadParameter("goes with --format flashinfer", param_hint="--kernel")
+    if out is not None and out.is_dir():
+        raise click.BadParameter(f"{out} is a directory", param_hint="--out")
     if out is not None and not out.parent.is_dir():
         raise click.BadParameter(f"{out.parent} is not a directory", param_hint="--out")
     store = app_context(ctx).open_store(ctx)

@@ -29,6 +29,7 @@ HEAVY = (
     "starlette",
     "uvicorn",
     "prometheus_client",
+    "flashinfer_bench",
 )
 """What a command that only reads the log must not import: each costs start-up time."""
 

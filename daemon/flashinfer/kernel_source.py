@@ -1,0 +1,111 @@
+"""kernel.py of a task made from a solution: the solution's entry file verbatim, and where
+FlashInfer-Bench's calling convention differs from accelopt's, a function that bridges them.
+
+accelopt calls the task's kernel function with the inputs and takes the outputs it returns.
+A FlashInfer-Bench solution in destination-passing style (its default) takes the outputs as
+its last arguments instead: the bridge allocates them (torch.empty: allocation, which a
+Triton task's run() may do), calls the entry, and returns them in the definition's order.
+A value-returning entry not named `run` is named by task.toml's kernel_function.
+A solution is one kernel.py: a solution with more than one Python file is not imported (its
+files import each other, which a task's single module cannot), and files that are not Python
+(notes, build files) are left out and listed in provenance.json.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+from daemon.flashinfer.shapes import Unconvertible
+
+__all__ = ["Kernel", "kernel_source"]
+
+BRIDGE = "run_returning_outputs"
+"""The bridge's name (the task's kernel_function), unless the solution binds it itself."""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    source: str
+    function: str
+    """The function accelopt calls (task.toml's kernel_function where not `run`)."""
+    left_out: list[str] = field(default_factory=list)
+    """The solution's files that are not in kernel.py."""
+
+
+def _entry(solution: Any) -> tuple[str, str, list[str]]:
+    if str(solution.spec.language.value) != "triton":
+        raise Unconvertible(
+            f"solution {solution.name} is {solution.spec.language.value}, not Triton"
+        )
+    path, symbol = solution.spec.entry_point.split("::")
+    python = [s.path for s in solution.sources if s.path.endswith(".py")]
+    if not path.endswith(".py"):
+        raise Unconvertible(f"solution {solution.name}'s entry file {path} is not Python")
+    if len(python) > 1:
+        raise Unconvertible(
+            f"solution {solution.name} has {len(python)} Python files ({', '.join(python)}); "
+            "a task holds one kernel.py"
+        )
+    source = next(s.content for s in solution.sources if s.path == path)
+    return source, symbol, [s.path for s in solution.sources if s.path != path]
+
+
+def _dimension(definition: Any, axis: str) -> str:
+    """An output's dimension as the bridge computes it: a constant, or read from the input
+    that FlashInfer-Bench binds the variable axis to."""
+    if axis in definition.const_axes:
+        return str(definition.const_axes[axis])
+    bound = definition.var_axes_bindings.get(axis)
+    if bound is None:
+        raise Unconvertible(f"variable axis {axis} of an output is the shape of no input")
+    name, index = bound
+    return f"{name}.shape[{index}]"
+
+
+def _bridge(definition: Any, solution: Any, symbol: str, name: str) -> str:
+    tensors = [n for n, spec in definition.inputs.items() if spec.shape is not None]
+    if not tensors:
+        raise Unconvertible("no input tensor to take the outputs' device from")
+    inputs = ", ".join(definition.inputs)
+    lines = [
+        "",
+        "",
+        "# --- added by accelopt import-flashinfer ---",
+        "import torch  # noqa: E402",
+        "",
+        "",
+        f"def {name}({inputs}):",
+        f'    """accelopt takes the outputs run() returns; {solution.name} writes them into its',
+        '    last arguments (FlashInfer-Bench\'s destination-passing style)."""',
+    ]
+    for output, spec in definition.outputs.items():
+        dims = [_dimension(definition, axis) for axis in spec.shape or []]
+        shape = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+        lines.append(
+            f"    {output} = torch.empty({shape}, dtype=torch.{spec.dtype.value}, "
+            f"device={tensors[0]}.device)"
+        )
+    outputs = ", ".join(definition.outputs)
+    lines.append(f"    {symbol}({inputs}, {outputs})")
+    lines.append(f"    return {outputs}")  # a tuple in the definition's order, or the one output
+    return "\n".join(lines) + "\n"
+
+
+def kernel_source(definition: Any, solution: Any) -> Kernel:
+    source, symbol, left_out = _entry(solution)
+    header = f"# FlashInfer-Bench solution {solution.name} by {solution.author} (provenance.json)\n"
+    if not solution.spec.destination_passing_style:
+        return Kernel(header + source, symbol, left_out)
+    tree = ast.parse(source)
+    bound = {
+        s.name
+        for s in tree.body
+        if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+    name = BRIDGE
+    while name in bound:
+        name += "_"
+    bridge = _bridge(definition, solution, symbol, name)
+    return Kernel(header + source.rstrip() + "\n" + bridge, name, left_out)
