@@ -4,6 +4,10 @@
 # and bubblewrap with its libraries in .devbin, for an image that has none):
 #   bench/gpu_session.sh tests [PYTEST ARGS...]  the GPU tests (skipped in CI)
 #   bench/gpu_session.sh bench [ARGS...]         accelopt bench gpu ARGS, JSON saved under $OUT
+#   bench/gpu_session.sh flashinfer              the FlashInfer-Bench round trip on this GPU: the
+#                                                test suite's made-up dataset imported, profiled
+#                                                (measured), exported, and run by flashinfer-bench's
+#                                                own `apply` (bench/flashinfer_apply.py)
 set -uo pipefail
 OUT="${OUT:-/tmp/accelopt-out}"
 mkdir -p "$OUT" /tmp/accelopt
@@ -31,8 +35,30 @@ case "${1:-}" in
     bench)
         accelopt bench gpu --save "$OUT/bench_gpu.json" "${@:2}" 2>&1 | tee "$OUT/bench.log"
         ;;
+    flashinfer)
+        root=/tmp/fib-dataset tasks=/tmp/fib-tasks traces="$OUT/flashinfer"
+        rm -rf "$root" "$tasks" "$traces"
+        python3 -c 'import sys; from pathlib import Path; from tests.flashinfer.dataset import write_dataset; write_dataset(Path(sys.argv[1]))' "$root"
+        accelopt import-flashinfer "$root" "$tasks" --json | tee "$OUT/import.json"
+        for task in "$tasks"/*/; do
+            accelopt profile "$task" --backend triton --shapes full 2>&1 | tee -a "$OUT/profiles.log"
+        done
+        # the daemon records the baselines' profiles (what export reads), then stops
+        accelopt daemon --watch "$tasks" --backend triton --shapes full > "$OUT/daemon.log" 2>&1 &
+        daemon=$!
+        for _ in $(seq 1 60); do
+            sleep 5
+            accelopt status --json > "$OUT/status.json" 2>/dev/null || continue
+            python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); t=s["tasks"]; sys.exit(0 if t and all(p["profiles"] for x in t for p in x["platforms"]) else 1)' "$OUT/status.json" && break
+        done
+        kill -TERM "$daemon"; wait "$daemon"
+        for task in "$tasks"/*/; do
+            accelopt export "$task" --format flashinfer --out "$traces" 2>&1 | tee -a "$OUT/export.log"
+        done
+        python3 bench/flashinfer_apply.py "$traces" | tee "$OUT/apply.json"
+        ;;
     *)
-        echo "usage: $0 tests|bench [ARGS...]" >&2
+        echo "usage: $0 tests|bench|flashinfer [ARGS...]" >&2
         exit 2
         ;;
 esac

@@ -107,6 +107,16 @@ DAEMON_BACKEND = "nkisim"
     "address other than loopback needs ACCELOPT_HTTP_TOKEN). E.g. 127.0.0.1:8765.",
 )
 @click.option(
+    "--flashinfer-trace",
+    "flashinfer_trace",
+    metavar="DIR",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Keep DIR in FlashInfer's Trace Apply layout (FLASHINFER_TRACE_PATH=DIR): the promoted "
+    "kernels of the tasks imported from FlashInfer-Bench, in step with every promotion and "
+    "demotion, swapped at once (DIR is a link accelopt keeps; needs accelopt[flashinfer]).",
+)
+@click.option(
     "--standby",
     is_flag=True,
     help="PostgreSQL: if another daemon holds the database, wait and take over when it goes "
@@ -132,6 +142,7 @@ def daemon_command(
     checkpoint_s: float,
     max_resident_mb: float,
     http: str | None,
+    flashinfer_trace: Path | None,
     standby: bool,
     log_level: str,
     **search: int,
@@ -160,6 +171,7 @@ def daemon_command(
         max_resident_mb=max_resident_mb or None,
         standby=standby,
         http=parse_bind(http, app.settings.http_token) if http else None,
+        flashinfer_trace=flashinfer_trace,
     )
     url = app.database_url
     if url.startswith("sqlite:///"):

@@ -1,14 +1,17 @@
 """What `accelopt daemon` builds before its loop, once: the database taken (one daemon per
 database, coordinator.lock) and migrated, the store with its scrubber, the sandbox, the
 recorder, the LLM client (none when the agents are off), the backend on this host's devices,
-and the job queue of its backend and target. The Daemon gets them built; a failure on the way
-releases the database before it propagates."""
+and the job queue of its backend and target, and the FlashInfer Trace Apply folder where one
+is asked for. The Daemon gets them built; a failure on the way releases the database before
+it propagates."""
 
 from __future__ import annotations
 
 import os
 import platform
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -29,6 +32,9 @@ from store.jobs.base import JobQueue
 from store.migrate import upgrade
 from store.recorder import Recorder
 from store.sql import SqlEventStore
+
+if TYPE_CHECKING:
+    from daemon.flashinfer.trace_folder import TraceFolder
 
 __all__ = ["DaemonParts", "open_parts"]
 
@@ -51,9 +57,11 @@ class DaemonParts:
     opened: OpenedBackend
     isolation: Isolation
     lock: DaemonLock
+    trace_folder: TraceFolder | None
 
 
 def open_parts(settings: Settings, database_url: str, options: DaemonOptions) -> DaemonParts:
+    trace_folder = _trace_folder(options.flashinfer_trace)  # refused before the database is taken
     if options.standby:
         lock = DaemonLock.acquire_as_standby(database_url)
     else:
@@ -86,7 +94,7 @@ def open_parts(settings: Settings, database_url: str, options: DaemonOptions) ->
     except BaseException:
         lock.release()
         raise
-    return DaemonParts(store, recorder, queue, llm, opened, isolation, lock)
+    return DaemonParts(store, recorder, queue, llm, opened, isolation, lock, trace_folder)
 
 
 def _open_backend(
@@ -109,3 +117,16 @@ def _open_backend(
         require_device=bool(devices),
     )
     return opened if devices else replace(opened, devices=[])
+
+
+def _trace_folder(path: Path | None) -> TraceFolder | None:
+    """The Trace Apply folder (--flashinfer-trace), which needs flashinfer_bench (and torch):
+    imported only where one is asked for."""
+    if path is None:
+        return None
+    from daemon.flashinfer.package import require  # noqa: PLC0415 - an optional extra
+
+    require()
+    from daemon.flashinfer.trace_folder import TraceFolder  # noqa: PLC0415 - imports torch
+
+    return TraceFolder(path)

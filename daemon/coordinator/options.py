@@ -55,3 +55,6 @@ class DaemonOptions:
     """How long a task whose search crashed waits before the next."""
     http: tuple[str, int] | None = None
     """Where to serve the live pages (checked by daemon.views.web.server.parse_bind), or nowhere."""
+    flashinfer_trace: Path | None = None
+    """A path kept as FlashInfer's Trace Apply folder of the promoted kernels of the tasks
+    imported from FlashInfer-Bench (daemon.flashinfer.trace_folder), or none."""

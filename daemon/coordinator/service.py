@@ -68,6 +68,7 @@ from store.recorder import Recorder
 from store.sql import SqlEventStore
 
 if TYPE_CHECKING:
+    from daemon.flashinfer.trace_folder import TraceFolder
     from daemon.views.web.server import WebServer
 
 __all__ = ["Daemon", "DaemonOptions"]
@@ -94,6 +95,7 @@ class Daemon:
         opened: OpenedBackend,
         isolation: Isolation,
         lock: DaemonLock,
+        trace_folder: TraceFolder | None = None,
     ) -> None:
         """The daemon over collaborators already built (Daemon.open builds them)."""
         self.settings = settings
@@ -104,6 +106,8 @@ class Daemon:
         self.opened = opened
         self.isolation = isolation
         self.lock = lock
+        self.trace_folder = trace_folder
+        """Where promotions are also kept in FlashInfer's Trace Apply layout, or nowhere."""
         self.state_dir = settings.state_dir()
         self.recorder = recorder
         self.stopping = threading.Event()
@@ -274,7 +278,7 @@ class Daemon:
         for part in workers:
             self.supervisor.watch(part)
         library = self.state_dir / "library"
-        sync_library(self.library, library, self.store.get_text)
+        self._sync_library(library)
         web = _web(self.options.http, self.store, self.settings)
         clock = self.clock.schedule(watcher.rescan)
         self.supervisor.watch(ClockPart(clock), restartable=False)
@@ -325,13 +329,20 @@ class Daemon:
         self._last_sync(library)
         return self.exit_code
 
+    def _sync_library(self, library: Path) -> None:
+        """The library folder, and the Trace Apply folder where there is one, in step with
+        the library's promotions."""
+        sync_library(self.library, library, self.store.get_text)
+        if self.trace_folder is not None:
+            self.trace_folder.sync(self.library, self.store)
+
     def _last_sync(self, library: Path) -> None:
         """The library folder follows the log on each tick; a stop must not leave it behind
         what the searches it drained recorded (a failing database leaves it as the last tick
         wrote it)."""
         with contextlib.suppress(StoreError):
             if self._fold_new_events():
-                sync_library(self.library, library, self.store.get_text)
+                self._sync_library(library)
 
     def _ending(self) -> tuple[str, int] | None:
         """Why the daemon must stop now, with its exit status: a part failed for good (1), or
@@ -353,7 +364,7 @@ class Daemon:
         ended = self.searches.ended()
         # idle: one cheap query per tick
         if self.store.head() != self.position and self._fold_new_events():
-            sync_library(self.library, library, self.store.get_text)
+            self._sync_library(library)
         if self.health.failing:
             self.store.probe_write()  # reads may work while writes do not (full, read-only)
         self.searches.start(self._portfolio.state, self.library, ended)

@@ -6,14 +6,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from flashinfer_bench.data import Definition, TraceSet
 
-from daemon.cli.flashinfer import _per_workload
 from daemon.flashinfer.export import Measurement, adapted_source, export_flashinfer
+from daemon.flashinfer.logged import per_workload
+from events.catalog import WorkloadProfile
 from events.codec import encode
 from nkibench.task.spec import load_task
 from store.sql import SqlEventStore
@@ -230,15 +230,21 @@ def test_a_profile_of_every_workload_gives_each_its_own_trace(tmp_path: Path) ->
 
 
 def test_each_correct_workload_of_a_profile_is_read() -> None:
-    outcome = SimpleNamespace
-    profile = outcome(
-        workloads=[
-            outcome(uuid="w1", correct=True, latency_ms=0.5, latency_kind="measured"),
-            outcome(uuid="w2", correct=False, latency_ms=None, latency_kind=None),
-        ]
-    )
-    assert _per_workload(cast(Any, profile)) == {"w1": (0.5, "measured")}
-    assert _per_workload(cast(Any, outcome())) == {}  # a profile recorded before workloads
+    def outcome(uuid: str, latency_ms: float | None) -> WorkloadProfile:
+        return WorkloadProfile(
+            name=uuid,
+            uuid=uuid,
+            correct=latency_ms is not None,
+            latency_ms=latency_ms,
+            latency_kind="measured" if latency_ms is not None else None,
+            error_kind=None if latency_ms is not None else "incorrect",
+            max_rel_l2=None,
+            pct_of_peak=None,
+        )
+
+    profile = factories.profile("t", "h", workloads=[outcome("w1", 0.5), outcome("w2", None)])
+    assert per_workload(profile) == {"w1": (0.5, "measured")}
+    assert per_workload(factories.profile("t", "h")) == {}  # a profile without workloads
 
 
 def test_a_kernel_that_names_its_entry_run_is_called_so(tmp_path: Path) -> None:
