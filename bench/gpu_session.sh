@@ -44,12 +44,14 @@ case "${1:-}" in
             accelopt profile "$task" --backend triton --shapes full 2>&1 | tee -a "$OUT/profiles.log"
         done
         # the daemon records the baselines' profiles (what export reads), then stops
-        accelopt daemon --watch "$tasks" --backend triton --shapes full > "$OUT/daemon.log" 2>&1 &
+        # (python itself in the background, not the shell function: the TERM must reach it)
+        python3 -m daemon daemon --watch "$tasks" --backend triton --shapes full \
+            > "$OUT/daemon.log" 2>&1 &
         daemon=$!
         for _ in $(seq 1 60); do
             sleep 5
             accelopt status --json > "$OUT/status.json" 2>/dev/null || continue
-            python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); t=s["tasks"]; sys.exit(0 if t and all(p["profiles"] for x in t for p in x["platforms"]) else 1)' "$OUT/status.json" && break
+            python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tasks"]; sys.exit(0 if t and all(x["platforms"] and all(p["profiles"] for p in x["platforms"]) for x in t) else 1)' "$OUT/status.json" && break
         done
         kill -TERM "$daemon"; wait "$daemon"
         for task in "$tasks"/*/; do

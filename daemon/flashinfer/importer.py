@@ -204,7 +204,7 @@ def _convert(
             "author": chosen.solution.author,
             "file": str(dataset.solution_files.get(chosen.solution.name, "")),
             "entry_point": chosen.solution.spec.entry_point,
-            "destination_passing_style": chosen.solution.spec.destination_passing_style,
+            "calling_convention": kernel.convention,
             "kernel_function": kernel.function,
             "files_left_out": kernel.left_out,
             "chosen_by": "--solution" if wanted else "traces (daemon/flashinfer/choose.py)",

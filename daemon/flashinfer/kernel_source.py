@@ -6,6 +6,10 @@ A FlashInfer-Bench solution in destination-passing style (its default) takes the
 its last arguments instead: the bridge allocates them (torch.empty: allocation, which a
 Triton task's run() may do), calls the entry, and returns them in the definition's order.
 A value-returning entry not named `run` is named by task.toml's kernel_function.
+A solution that does not say which style it is in (no `destination_passing_style` in its
+JSON: the schema's default is destination passing, which solutions written before that
+default did not follow) is read by its entry's signature: the inputs alone make it
+value-returning, the inputs and the outputs destination-passing; provenance.json says so.
 A solution is one kernel.py: a solution with more than one Python file is not imported (its
 files import each other, which a task's single module cannot), and files that are not Python
 (notes, build files) are left out and listed in provenance.json.
@@ -32,6 +36,8 @@ class Kernel:
     """The function accelopt calls (task.toml's kernel_function where not `run`)."""
     left_out: list[str] = field(default_factory=list)
     """The solution's files that are not in kernel.py."""
+    convention: str = ""
+    """How the entry is called, and who said so (the solution, or its signature)."""
 
 
 def _entry(solution: Any) -> tuple[str, str, list[str]]:
@@ -93,12 +99,28 @@ def _bridge(definition: Any, solution: Any, symbol: str, name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _destination_passing(definition: Any, solution: Any, tree: ast.Module, symbol: str) -> str:
+    """How the entry takes its outputs: "destination-passing" or "value-returning", with why."""
+    if "destination_passing_style" in solution.spec.model_fields_set:
+        style = solution.spec.destination_passing_style
+        return f"{'destination-passing' if style else 'value-returning'} (the solution says so)"
+    entry = next(
+        (f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == symbol), None
+    )
+    if entry is not None and entry.args.vararg is None:
+        taken = len(entry.args.posonlyargs) + len(entry.args.args)
+        if taken == len(definition.inputs):
+            return "value-returning (the solution does not say; its entry takes the inputs only)"
+    return "destination-passing (the schema's default)"
+
+
 def kernel_source(definition: Any, solution: Any) -> Kernel:
     source, symbol, left_out = _entry(solution)
     header = f"# FlashInfer-Bench solution {solution.name} by {solution.author} (provenance.json)\n"
-    if not solution.spec.destination_passing_style:
-        return Kernel(header + source, symbol, left_out)
     tree = ast.parse(source)
+    convention = _destination_passing(definition, solution, tree, symbol)
+    if convention.startswith("value-returning"):
+        return Kernel(header + source, symbol, left_out, convention)
     bound = {
         s.name
         for s in tree.body
@@ -108,4 +130,4 @@ def kernel_source(definition: Any, solution: Any) -> Kernel:
     while name in bound:
         name += "_"
     bridge = _bridge(definition, solution, symbol, name)
-    return Kernel(header + source.rstrip() + "\n" + bridge, name, left_out)
+    return Kernel(header + source.rstrip() + "\n" + bridge, name, left_out, convention)

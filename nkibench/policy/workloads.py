@@ -32,6 +32,12 @@ class WorkloadRun:
     result: KernelResult
 
 
+SUMMED = frozenset({"runs"})
+"""Latency statistics that add up over the workloads."""
+WORST = frozenset({"rel_spread"})
+"""Latency statistics whose worst (largest) workload's value stands for all."""
+
+
 def geometric_mean(values: Sequence[float]) -> float:
     """exp(mean(log v)) of positive, finite values (a latency never is otherwise: the harness
     refuses it first)."""
@@ -95,6 +101,25 @@ def _total(values: Sequence[float | None]) -> float | None:
     return math.fsum(known) if known else None
 
 
+def _statistics(stats: Sequence[dict[str, float]]) -> dict[str, float]:
+    """The latency statistics over the workloads: the runs timed add up, the blocks' spread is
+    the worst workload's (a measurement is as steady as its least steady part), and each
+    other statistic (p50, mean, min, max...) is the geometric mean, as the latency is."""
+    shared = set.intersection(*(set(s) for s in stats))
+    combined = {}
+    for key in sorted(shared):
+        values = [s[key] for s in stats]
+        if not all(math.isfinite(v) for v in values):
+            continue
+        if key in SUMMED:
+            combined[key] = math.fsum(values)
+        elif key in WORST:
+            combined[key] = max(values)
+        elif all(v > 0 for v in values):
+            combined[key] = geometric_mean(values)
+    return combined
+
+
 def _latency(into: KernelResult, runs: Sequence[WorkloadRun]) -> None:
     """The geometric means, where every workload has a latency of one kind."""
     results = [run.result for run in runs]
@@ -107,12 +132,7 @@ def _latency(into: KernelResult, runs: Sequence[WorkloadRun]) -> None:
     pcts = [r.pct_of_peak for r in results]
     if all(p is not None and p > 0 for p in pcts):
         into.pct_of_peak = geometric_mean([p for p in pcts if p is not None])
-    shared = set.intersection(*(set(r.latency_stats) for r in results))
-    into.latency_stats = {
-        key: geometric_mean([r.latency_stats[key] for r in results])
-        for key in sorted(shared)
-        if all(math.isfinite(r.latency_stats[key]) and r.latency_stats[key] > 0 for r in results)
-    }
+    into.latency_stats = _statistics([r.latency_stats for r in results])
     slowest = max(runs, key=lambda run: run.result.latency_ms or 0.0)
     found = slowest.result
     into.model_version = found.model_version

@@ -363,3 +363,39 @@ def _changed(**change: Any) -> Any:
 def test_a_definition_the_task_format_cannot_carry_says_why(definition: Any, reason: str) -> None:
     with pytest.raises(Unconvertible, match=re.escape(reason)):
         check_names(definition)
+
+
+@pytest.mark.parametrize(
+    ("parameters", "convention"),
+    [
+        ("x, y, alpha", "value-returning (the solution does not say; its entry takes the inputs"),
+        ("x, y, alpha, z", "destination-passing (the schema's default)"),
+    ],
+)
+def test_a_solution_silent_on_its_style_is_called_as_its_signature_says(
+    tmp_path: Path, parameters: str, convention: str
+) -> None:
+    """Public solutions written before destination passing became the schema's default say
+    nothing of it and return their outputs: their entry's signature (the inputs alone) decides,
+    where the solution does not; provenance.json records why."""
+    root = write_dataset(tmp_path / "ds")
+    body = "    return x * alpha + y\n" if parameters.count(",") == 2 else "    z.copy_(x)\n"
+    write_json(
+        root / "solutions" / "elementwise" / SCALE_ADD / "silent.json",
+        {
+            "name": "scale_add_silent",
+            "definition": SCALE_ADD,
+            "author": "tests",
+            "spec": {"language": "triton", "target_hardware": ["cuda"], "entry_point": "m.py::go"},
+            "sources": [{"path": "m.py", "content": f"def go({parameters}):\n{body}"}],
+        },
+    )
+    run = _import(root, tmp_path / "tasks", "--solution", "scale_add_silent")
+    assert run.code == 0, run.err
+    folder = tmp_path / "tasks" / SCALE_ADD
+    provenance = json.loads((folder / "provenance.json").read_text())
+    assert provenance["solution"]["calling_convention"].startswith(convention)
+    task = load_task(folder)
+    bridged = "run_returning_outputs" in task.kernel_source
+    assert bridged is convention.startswith("destination-passing")
+    assert task.kernel_function == ("run_returning_outputs" if bridged else "go")

@@ -227,7 +227,7 @@ def _ran(
     result = KernelResult("t", "nkisim", "trn2", name, compiled=True, correct=correct, seeds=[0])
     if correct and latency is not None:
         result.latency_ms, result.latency_kind, result.pct_of_peak = latency, "estimated", pct
-        result.latency_stats = {"p50": latency}
+        result.latency_stats = {"p50": latency, "runs": 100.0, "rel_spread": latency / 100}
         result.counters = {"dma_percent": latency / 100}
     if not correct:
         result.error_kind, result.message = "incorrect", "seed 0: output 0: relative L2 error 0.5"
@@ -245,6 +245,8 @@ def test_the_latency_is_the_geometric_mean_of_the_workloads() -> None:
     assert result.latency_kind == "estimated"
     assert result.pct_of_peak == pytest.approx(20.0)
     assert result.latency_stats["p50"] == pytest.approx(4.0)
+    assert result.latency_stats["runs"] == 300.0  # every run timed, over the workloads
+    assert result.latency_stats["rel_spread"] == 0.16  # the least steady workload's
     assert len(result.workloads) == 3
     assert result.counters == {"dma_percent": 0.16}  # the slowest workload's
     assert [(w["name"], w["latency_ms"], w["latency_kind"]) for w in result.workloads] == [
@@ -252,6 +254,16 @@ def test_the_latency_is_the_geometric_mean_of_the_workloads() -> None:
         ("w1", 4.0, "estimated"),
         ("w2", 16.0, "estimated"),
     ]
+
+
+def test_a_spread_of_zero_stays_a_statistic_of_the_workloads() -> None:
+    """Two blocks that agree exactly (a spread of 0, on a steady GPU) keep the spread among
+    the statistics: `accelopt profile` prints it."""
+    steady = _ran("w0", 1.0)
+    steady.result.latency_stats["rel_spread"] = 0.0
+    result = _over(steady)
+    assert result.latency_stats["rel_spread"] == 0.0
+    assert result.latency_stats["runs"] == 100.0
 
 
 def test_the_ratio_of_two_kernels_aggregates_is_the_mean_of_their_speedups() -> None:
