@@ -1,0 +1,111 @@
+"""On a GPU: the public Triton solutions of a FlashInfer Trace dataset, each imported as a task
+with that solution as its kernel, checked and timed by accelopt (measured) on every workload
+the dataset's traces timed it on, beside the published latency.
+
+The dataset is assembled outside the repository by tools.flashinfer_suite (README.md); nothing
+fetched is committed. Each solution gets its own task folder (import-flashinfer --solution);
+each traced workload is profiled on its own (`accelopt profile --shapes w<index>`).
+
+    python3 bench/flashinfer_suite.py DATASET WORK_DIR [I/N] > suite.json
+
+I/N (e.g. 1/2): only the I-th of N shares of the solutions, to split a run across calls.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from flashinfer_bench.data import TraceSet
+
+PROFILE_TIMEOUT_S = 300
+
+
+def accelopt(*argv: str, timeout: float = PROFILE_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "daemon", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def traced_triton(dataset: TraceSet) -> list[tuple[str, str]]:
+    """(definition, solution) of every Triton solution with a trace."""
+    found = set()
+    for definition, traces in dataset.traces.items():
+        for trace in traces:
+            solution = dataset.get_solution(trace.solution) if trace.solution else None
+            if solution is not None and str(solution.spec.language.value) == "triton":
+                found.add((definition, solution.name))
+    return sorted(found)
+
+
+def profile(task: Path, shapes: str) -> dict[str, Any]:
+    try:
+        ran = accelopt("profile", str(task), "--backend", "triton", "--shapes", shapes, "--json")
+    except subprocess.TimeoutExpired:
+        return {"error_kind": "timeout", "message": f"over {PROFILE_TIMEOUT_S} s"}
+    try:
+        result: dict[str, Any] = json.loads(ran.stdout)
+    except ValueError:
+        return {"error_kind": "no result", "message": ran.stderr[-400:]}
+    return result
+
+
+def main(root: Path, work: Path, share: str = "1/1") -> dict[str, Any]:
+    dataset = TraceSet.from_path(str(root))
+    index, shares = (int(part) for part in share.split("/"))
+    rows = []
+    for definition, solution in traced_triton(dataset)[index - 1 :: shares]:
+        dest = work / solution
+        imported = accelopt(
+            "import-flashinfer", str(root), str(dest), "--definition", definition,
+            "--solution", solution, "--json",
+        )  # fmt: skip
+        task = dest / definition
+        if imported.returncode != 0 or not task.is_dir():
+            rows.append({"definition": definition, "solution": solution, "imported": False,
+                         "message": (imported.stdout + imported.stderr)[-400:]})  # fmt: skip
+            continue
+        order = [
+            json.loads(line)["uuid"]
+            for line in (task / "workloads.jsonl").read_text().splitlines()
+            if line.strip()
+        ]
+        for trace in dataset.traces[definition]:
+            if trace.solution != solution or trace.workload.uuid not in order:
+                continue
+            evaluation = trace.evaluation
+            shapes = f"w{order.index(trace.workload.uuid)}"
+            ours = profile(task, shapes)
+            rows.append(
+                {
+                    "definition": definition,
+                    "solution": solution,
+                    "imported": True,
+                    "workload": trace.workload.uuid,
+                    "shapes": shapes,
+                    "published_status": evaluation.status.value if evaluation else None,
+                    "published_ms": evaluation.performance.latency_ms
+                    if evaluation and evaluation.performance
+                    else None,
+                    "published_hardware": evaluation.environment.hardware if evaluation else None,
+                    "correct": ours.get("correct"),
+                    "latency_ms": ours.get("latency_ms"),
+                    "latency_kind": ours.get("latency_kind"),
+                    "target": ours.get("target"),
+                    "error_kind": ours.get("error_kind"),
+                    "message": (ours.get("message") or "")[:300],
+                }
+            )
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return {"rows": rows}
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(Path(sys.argv[1]), Path(sys.argv[2]), *sys.argv[3:4]), indent=1))
