@@ -8,6 +8,10 @@
 #                                                test suite's made-up dataset imported, profiled
 #                                                (measured), exported, and run by flashinfer-bench's
 #                                                own `apply` (bench/flashinfer_apply.py)
+#   bench/gpu_session.sh suite DATASET [I/N]     the public Triton solutions of an assembled
+#                                                FlashInfer Trace dataset (tools.flashinfer_suite)
+#                                                timed beside their published traces
+#                                                (bench/flashinfer_suite.py), JSON under $OUT
 set -uo pipefail
 OUT="${OUT:-/tmp/accelopt-out}"
 mkdir -p "$OUT" /tmp/accelopt
@@ -59,8 +63,12 @@ case "${1:-}" in
         done
         python3 bench/flashinfer_apply.py "$traces" | tee "$OUT/apply.json"
         ;;
+    suite)
+        python3 bench/flashinfer_suite.py "$2" /tmp/fib-suite-work "${3:-1/1}" \
+            > "$OUT/suite_${3//\//of}.json" 2> >(tee "$OUT/suite.log" >&2)
+        ;;
     *)
-        echo "usage: $0 tests|bench|flashinfer [ARGS...]" >&2
+        echo "usage: $0 tests|bench|flashinfer|suite [ARGS...]" >&2
         exit 2
         ;;
 esac
