@@ -8,8 +8,10 @@ Triton task's run() may do), calls the entry, and returns them in the definition
 A value-returning entry not named `run` is named by task.toml's kernel_function.
 A solution that does not say which style it is in (no `destination_passing_style` in its
 JSON: the schema's default is destination passing, which solutions written before that
-default did not follow) is read by its entry's signature: the inputs alone make it
-value-returning, the inputs and the outputs destination-passing; provenance.json says so.
+default did not follow) is read by its entry: a signature that fits the inputs alone makes it
+value-returning, one that fits the inputs and the outputs only destination-passing; where both
+fit (`*args`, defaults) it is value-returning if it returns a value; provenance.json says which
+and why.
 A solution is one kernel.py: a solution with more than one Python file is not imported (its
 files import each other, which a task's single module cannot), and files that are not Python
 (notes, build files) are left out and listed in provenance.json.
@@ -107,11 +109,39 @@ def _destination_passing(definition: Any, solution: Any, tree: ast.Module, symbo
     entry = next(
         (f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == symbol), None
     )
-    if entry is not None and entry.args.vararg is None:
-        taken = len(entry.args.posonlyargs) + len(entry.args.args)
-        if taken == len(definition.inputs):
-            return "value-returning (the solution does not say; its entry takes the inputs only)"
+    if entry is None:
+        return "destination-passing (the schema's default)"
+    positional = len(entry.args.posonlyargs) + len(entry.args.args)
+    required = positional - len(entry.args.defaults)
+    most = float("inf") if entry.args.vararg is not None else positional
+    inputs, outputs = len(definition.inputs), len(definition.outputs)
+    takes_inputs = required <= inputs <= most
+    takes_outputs = required <= inputs + outputs <= most
+    why = "the solution does not say"
+    if takes_inputs and not takes_outputs:
+        return f"value-returning ({why}; its entry takes the inputs only)"
+    if takes_outputs and not takes_inputs:
+        return f"destination-passing ({why}; its entry takes the inputs and the outputs)"
+    if takes_inputs and _returns_a_value(entry):  # either call fits: what it returns decides
+        return f"value-returning ({why}; its entry returns a value)"
     return "destination-passing (the schema's default)"
+
+
+def _returns_a_value(function: ast.FunctionDef) -> bool:
+    """Whether the function's own body (not a function nested in it) returns something other
+    than None: a destination-passing entry writes its outputs and returns nothing."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        returned = node.value if isinstance(node, ast.Return) else None
+        if returned is not None and not (
+            isinstance(returned, ast.Constant) and returned.value is None
+        ):
+            return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def kernel_source(definition: Any, solution: Any) -> Kernel:

@@ -369,7 +369,10 @@ def test_a_definition_the_task_format_cannot_carry_says_why(definition: Any, rea
     ("parameters", "convention"),
     [
         ("x, y, alpha", "value-returning (the solution does not say; its entry takes the inputs"),
-        ("x, y, alpha, z", "destination-passing (the schema's default)"),
+        ("x, y, alpha, z", "destination-passing (the solution does not say; its entry takes"),
+        ("*args", "value-returning (the solution does not say; its entry returns a value)"),
+        ("*args, **kw", "destination-passing (the schema's default)"),
+        ("x, y, alpha, eps=1e-6", "value-returning (the solution does not say; its entry ret"),
     ],
 )
 def test_a_solution_silent_on_its_style_is_called_as_its_signature_says(
@@ -379,7 +382,12 @@ def test_a_solution_silent_on_its_style_is_called_as_its_signature_says(
     nothing of it and return their outputs: their entry's signature (the inputs alone) decides,
     where the solution does not; provenance.json records why."""
     root = write_dataset(tmp_path / "ds")
-    body = "    return x * alpha + y\n" if parameters.count(",") == 2 else "    z.copy_(x)\n"
+    body = {
+        "x, y, alpha": "    return x * alpha + y\n",
+        "*args": "    def inner():\n        return None\n    return args[0]\n",
+        "*args, **kw": "    def inner():\n        return 1\n    args[-1].copy_(args[0])\n",
+        "x, y, alpha, eps=1e-6": "    return x * alpha + y\n",
+    }.get(parameters, "    z.copy_(x)\n")
     write_json(
         root / "solutions" / "elementwise" / SCALE_ADD / "silent.json",
         {
