@@ -6,9 +6,10 @@ The dataset is assembled outside the repository by tools.flashinfer_suite (READM
 fetched is committed. Each solution gets its own task folder (import-flashinfer --solution);
 each traced workload is profiled on its own (`accelopt profile --shapes w<index>`).
 
-    python3 bench/flashinfer_suite.py DATASET WORK_DIR [I/N] > suite.json
+    python3 bench/flashinfer_suite.py DATASET WORK_DIR [I/N [SKIP]] > suite.json
 
-I/N (e.g. 1/2): only the I-th of N shares of the solutions, to split a run across calls.
+I/N (e.g. 1/2): only the I-th of N shares of the solutions, after the first SKIP (in the
+order this script takes them), to split a run across calls.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def profile(task: Path, shapes: str) -> dict[str, Any]:
     return result
 
 
-def main(root: Path, work: Path, share: str = "1/1") -> dict[str, Any]:
+def main(root: Path, work: Path, share: str = "1/1", skip: int = 0) -> dict[str, Any]:
     dataset = TraceSet.from_path(str(root))
     index, shares = (int(part) for part in share.split("/"))
     rows = []
@@ -79,7 +80,7 @@ def main(root: Path, work: Path, share: str = "1/1") -> dict[str, Any]:
             )
         ),
     )
-    for definition, solution in ordered[index - 1 :: shares]:
+    for definition, solution in ordered[skip:][index - 1 :: shares]:
         dest = work / solution
         imported = accelopt(
             "import-flashinfer", str(root), str(dest), "--definition", definition,
@@ -126,4 +127,5 @@ def main(root: Path, work: Path, share: str = "1/1") -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(Path(sys.argv[1]), Path(sys.argv[2]), *sys.argv[3:4]), indent=1))
+    share, skip = (sys.argv[3:4] or ["1/1"])[0], int((sys.argv[4:5] or ["0"])[0])
+    print(json.dumps(main(Path(sys.argv[1]), Path(sys.argv[2]), share, skip), indent=1))

@@ -8,7 +8,7 @@
 #                                                test suite's made-up dataset imported, profiled
 #                                                (measured), exported, and run by flashinfer-bench's
 #                                                own `apply` (bench/flashinfer_apply.py)
-#   bench/gpu_session.sh suite DATASET [I/N]     the public Triton solutions of an assembled
+#   bench/gpu_session.sh suite DATASET [I/N [K]] the public Triton solutions of an assembled
 #                                                FlashInfer Trace dataset (tools.flashinfer_suite)
 #                                                timed beside their published traces
 #                                                (bench/flashinfer_suite.py), JSON under $OUT
@@ -64,7 +64,7 @@ case "${1:-}" in
         python3 bench/flashinfer_apply.py "$traces" | tee "$OUT/apply.json"
         ;;
     suite)
-        python3 bench/flashinfer_suite.py "$2" /tmp/fib-suite-work "${3:-1/1}" \
+        python3 bench/flashinfer_suite.py "$2" /tmp/fib-suite-work "${3:-1/1}" "${4:-0}" \
             > "$OUT/suite_${3//\//of}.json" 2> >(tee "$OUT/suite.log" >&2)
         ;;
     *)
