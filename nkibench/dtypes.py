@@ -11,11 +11,26 @@ import numpy as np
 
 from nkibench.errors import ConstraintViolation
 
-__all__ = ["DTYPES", "as_dtype", "bfloat16", "float8_e4m3", "float8_e5m2", "is_float"]
+__all__ = [
+    "DTYPES",
+    "INTEGER_DTYPE_NAMES",
+    "as_dtype",
+    "bfloat16",
+    "float8_e4m3",
+    "float8_e5m2",
+    "is_float",
+]
 
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
 float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3fn)
 float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+
+INTEGER_DTYPE_NAMES = frozenset(
+    {"bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"}
+)
+"""Integer data (lengths, offsets, indices, masks), by the name NumPy and torch both give the
+dtype; every other dtype holds floating-point data (float8 to float64, complex, quantized).
+The triton backend's parent reads these names in a manifest, its child as torch dtypes."""
 
 DTYPES: dict[str, np.dtype[Any]] = {
     "float32": np.dtype(np.float32),

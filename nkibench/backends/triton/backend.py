@@ -36,6 +36,7 @@ from nkibench.backend import (
     Session,
     refuse_other_dialects,
 )
+from nkibench.dtypes import INTEGER_DTYPE_NAMES
 from nkibench.errors import BackendUnavailable, PhaseFailure
 from nkibench.harness import fresh_seeds, profile_kernel, run_phase
 from nkibench.policy.provenance import Sourced, package_version
@@ -64,7 +65,6 @@ MIXED_REVERIFY_SPEEDUP = 1.0
 an H200 a result kept by an integer input (tests/data/adversarial/int_cache_after_checks.py)
 was less than 10x faster than its baseline (its host reads cost part of what it saved), so
 it went unchecked, and was reported correct."""
-INTEGER_DTYPE_PREFIXES = ("int", "uint", "bool")
 CACHE_SLOWDOWN = 1.5
 """Fresh inputs may not be this much slower than rotated ones (plus a microsecond margin)."""
 
@@ -504,5 +504,5 @@ def mixed_inputs(manifest: dict[str, Any]) -> bool:
     manifest: every seed's inputs have the same dtypes)."""
     seeds = list(manifest.values())
     arrays = [v for v in seeds[0]["inputs"] if v["kind"] == "array"] if seeds else []
-    integer = [str(v["dtype"]).startswith(INTEGER_DTYPE_PREFIXES) for v in arrays]
+    integer = [v["dtype"] in INTEGER_DTYPE_NAMES for v in arrays]
     return any(integer) and not all(integer)

@@ -70,6 +70,7 @@ import torch
 import torch._tensor_str as tensor_str
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from nkibench.dtypes import INTEGER_DTYPE_NAMES
 from nkibench.errors import KernelError
 
 __all__ = [
@@ -132,21 +133,8 @@ tensor data on the host (`.item()`, `float(t)`: `_local_scalar_dense`, allowed o
 data: INTEGER_READS), or edits a tensor in place (`fill_`, `zero_`, `copy_`)."""
 
 
-INTEGER_DTYPES = frozenset(
-    {
-        torch.bool,
-        torch.uint8,
-        torch.int8,
-        torch.int16,
-        torch.int32,
-        torch.int64,
-        torch.uint16,
-        torch.uint32,
-        torch.uint64,
-    }
-)
-"""Integer data: lengths, offsets, indices, masks. Every other dtype holds floating-point
-data (float8 to float64, complex, quantized)."""
+INTEGER_DTYPES = frozenset(getattr(torch, name) for name in INTEGER_DTYPE_NAMES)
+"""Integer data as torch dtypes (nkibench.dtypes.INTEGER_DTYPE_NAMES)."""
 INTEGER_READS = frozenset(
     {"_local_scalar_dense", "max", "min", "amax", "amin", "sum", "any", "all"}
 )
