@@ -332,9 +332,9 @@ class Daemon:
     def _sync_library(self, library: Path) -> None:
         """The library folder, and the Trace Apply folder where there is one, in step with
         the library's promotions."""
-        sync_library(self.library, library, self.store.get_text)
+        current = sync_library(self.library, library, self.store.get_text)
         if self.trace_folder is not None:
-            self.trace_folder.sync(self.library, self.store)
+            self.trace_folder.sync(current, self.library, self.store)
 
     def _last_sync(self, library: Path) -> None:
         """The library folder follows the log on each tick; a stop must not leave it behind

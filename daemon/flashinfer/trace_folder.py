@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import structlog
@@ -26,7 +27,6 @@ from daemon.flashinfer.importer import DEFINITION_FILE
 from daemon.flashinfer.logged import export_logged
 from daemon.flashinfer.package import FlashInferError
 from nkibench.errors import TaskError
-from nkibench.task.files import name_problem
 from nkibench.task.spec import load_task
 from store.base import EventStore
 from store.errors import BlobNotFound
@@ -61,15 +61,18 @@ class TraceFolder:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def sync(self, state: LibraryState, store: EventStore) -> list[str]:
-        """Make DIR hold the promoted kernels of the FlashInfer-Bench tasks; the tasks it
-        holds. A task whose export fails is left out, with a warning."""
+    def sync(
+        self, current: Mapping[str, Promotion], state: LibraryState, store: EventStore
+    ) -> list[str]:
+        """Make DIR hold the promoted kernels of the FlashInfer-Bench tasks among `current`
+        (the library folder's promotions, sync_library's answer); the tasks it holds. A task
+        whose export fails is left out, with a warning."""
         promoted = {
             task: promotion
-            for task, promotion in state.promoted().items()
-            if name_problem(task) is None and task in state.revisions
+            for task, promotion in current.items()
+            if task in state.revisions
             and (Path(state.revisions[task].task_dir) / DEFINITION_FILE).is_file()
-        }  # fmt: skip
+        }
         wanted = {t: f"{p.kernel_hash}@{p.position}" for t, p in sorted(promoted.items())}
         if self.link.is_symlink() and self.held() == wanted:
             return list(wanted)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from flashinfer_bench.data import TraceSet
 
+from daemon.coordinator.library import sync_library
 from daemon.coordinator.watcher import TaskWatcher
 from daemon.flashinfer.package import FlashInferError
 from daemon.flashinfer.trace_folder import TraceFolder
@@ -17,7 +18,7 @@ from events.base import Event
 from events.codec import decode, encode
 from events.projection import fold
 from store.memory import MemoryEventStore
-from store.projections.library import LibraryProjection, LibraryState
+from store.projections.library import LibraryProjection, LibraryState, Promotion
 from store.recorder import Recorder
 from tests.flashinfer.dataset import RMSNORM, write_dataset
 from tests.support import factories
@@ -29,6 +30,14 @@ GPU = "NVIDIA H100 80GB HBM3"
 def library_of(store: MemoryEventStore) -> LibraryState:
     projection = LibraryProjection()
     return fold(projection, map(decode, store.read_all()), projection.initial())
+
+
+def promotions(
+    store: MemoryEventStore, tmp_path: Path
+) -> tuple[dict[str, Promotion], LibraryState]:
+    """The library's promotions, as sync_library hands them on, and the library."""
+    state = library_of(store)
+    return sync_library(state, tmp_path / "library", store.get_text), state
 
 
 def append(store: MemoryEventStore, *events: Event) -> None:
@@ -85,12 +94,13 @@ def test_the_folder_follows_a_promotion_then_a_demotion_by_swapping_its_link(
 ) -> None:
     store, revision = watched(tmp_path)
     folder = TraceFolder(tmp_path / "trace")
-    assert folder.sync(library_of(store), store) == []  # nothing promoted: an empty dataset
+    # nothing promoted: an empty dataset
+    assert folder.sync(*promotions(store, tmp_path), store) == []
     empty = (tmp_path / "trace").resolve()
     assert solutions(tmp_path / "trace") == {}
 
     first = promote(store, revision, "c1", 0.5)
-    assert folder.sync(library_of(store), store) == [RMSNORM]
+    assert folder.sync(*promotions(store, tmp_path), store) == [RMSNORM]
     link = tmp_path / "trace"
     assert link.is_symlink()
     assert link.resolve() != empty
@@ -100,15 +110,15 @@ def test_the_folder_follows_a_promotion_then_a_demotion_by_swapping_its_link(
     assert {t.evaluation.performance.latency_ms for t in traces} == {0.5}
 
     held = link.resolve()
-    assert folder.sync(library_of(store), store) == [RMSNORM]
+    assert folder.sync(*promotions(store, tmp_path), store) == [RMSNORM]
     assert link.resolve() == held  # nothing changed: nothing written
 
     append(store, factories.demoted(RMSNORM, "c1"))  # a re-verification failed
-    assert folder.sync(library_of(store), store) == []
+    assert folder.sync(*promotions(store, tmp_path), store) == []
     assert solutions(link) == {}
 
     second = promote(store, revision, "c2", 0.25)
-    folder.sync(library_of(store), store)
+    folder.sync(*promotions(store, tmp_path), store)
     assert solutions(link) == {f"accelopt_{RMSNORM}_{second[:12]}": GPU}
     assert [p.name for p in (tmp_path / ".trace.versions").iterdir()] == [link.resolve().name]
 
@@ -117,7 +127,7 @@ def test_a_task_not_from_flashinfer_bench_stays_out(tmp_path: Path) -> None:
     store, revision = watched(tmp_path)
     (Path(library_of(store).revisions[RMSNORM].task_dir) / "definition.json").unlink()
     promote(store, revision, "c1", 0.5)
-    assert TraceFolder(tmp_path / "trace").sync(library_of(store), store) == []
+    assert TraceFolder(tmp_path / "trace").sync(*promotions(store, tmp_path), store) == []
 
 
 def test_a_path_that_is_no_link_of_ours_is_refused(tmp_path: Path) -> None:
