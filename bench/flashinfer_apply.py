@@ -13,15 +13,13 @@ fall back; its output is compared with the definition's PyTorch reference.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import torch
-from flashinfer_bench.apply import apply, enable_apply
-from flashinfer_bench.bench.utils import gen_inputs, load_safetensors
-from flashinfer_bench.data import TraceSet
 
 
 def reference_of(source: str) -> Any:
@@ -35,6 +33,17 @@ def as_tuple(value: Any) -> tuple[torch.Tensor, ...]:
 
 
 def main(root: Path) -> dict[str, Any]:
+    # flashinfer_bench says what it installs on stdout, which holds the report alone
+    with contextlib.redirect_stdout(sys.stderr):
+        return _report(root)
+
+
+def _report(root: Path) -> dict[str, Any]:
+    # imported under the redirection: what they print as they load goes to stderr too
+    from flashinfer_bench.apply import apply, enable_apply  # noqa: PLC0415
+    from flashinfer_bench.bench.utils import gen_inputs, load_safetensors  # noqa: PLC0415
+    from flashinfer_bench.data import TraceSet  # noqa: PLC0415
+
     traces = TraceSet.from_path(str(root))
     report: dict[str, Any] = {}
     fallbacks = [0]

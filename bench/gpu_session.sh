@@ -34,7 +34,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
 case "${1:-}" in
     tests)
         python3 -m pytest -q -p no:cacheprovider -o addopts="" --timeout=600 -rs \
-            tests/nkibench/backends/test_triton_gpu.py "${@:2}" 2>&1 | tee "$OUT/tests.log"
+            tests/nkibench/backends/test_triton_gpu.py tests/flashinfer/test_gpu_round_trip.py \
+            "${@:2}" 2>&1 | tee "$OUT/tests.log"
         ;;
     bench)
         accelopt bench gpu --save "$OUT/bench_gpu.json" "${@:2}" 2>&1 | tee "$OUT/bench.log"

@@ -23,6 +23,8 @@ from store.sql import SqlEventStore
 from tests.support.daemon_process import HOST_SETTINGS
 from tests.support.postgres import PostgresServer
 
+pytest_plugins = ["tests.support.gpu"]
+
 PG_URL = os.environ.get("ACCELOPT_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 E2E = Path(__file__).with_name("e2e")
 

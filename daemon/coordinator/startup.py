@@ -23,8 +23,9 @@ import structlog
 
 from events.errors import AccelOptError
 from nkibench.errors import TaskError
-from nkibench.task.files import TOML_FILE, name_problem, read_task_files
+from nkibench.task.files import TOML_FILE, name_problem, read_task_files, workloads_file
 from nkibench.task.toml import FULL
+from nkibench.task.workloads import parse_workloads
 
 __all__ = ["OptionRefused", "check_shapes", "declared_shape_sets", "sweep_work"]
 
@@ -41,8 +42,8 @@ class OptionRefused(AccelOptError):
 
 def declared_shape_sets(watch: Path) -> tuple[int, set[str]]:
     """How many task folders the watched directory holds (folders with a task file, or that
-    cannot be read), and every shape set their task.toml files name (one that does not parse
-    names none)."""
+    cannot be read), and every shape set they define: those their task.toml files name (one
+    that does not parse names none) and their workloads (`w0`, `w1`...)."""
     folders = 0
     names: set[str] = set()
     try:
@@ -60,8 +61,12 @@ def declared_shape_sets(watch: Path) -> tuple[int, set[str]]:
         if not files:
             continue  # no task file: not a task folder
         folders += 1
+        raw = files.get(TOML_FILE)
+        workloads = files.get(workloads_file(raw))
+        if workloads is not None:  # parsed already, by read_task_files
+            found = parse_workloads(Path(entry.path) / workloads_file(raw), workloads)
+            names.update(w.name for w in found)
         try:
-            raw = files.get(TOML_FILE)
             shapes = tomllib.loads(raw.decode("utf-8")).get("shapes") if raw else None
         except (UnicodeDecodeError, tomllib.TOMLDecodeError):
             continue

@@ -11,6 +11,8 @@ import structlog
 
 from daemon.coordinator.startup import OptionRefused, check_shapes, sweep_work
 from nkibench.suites import NKI_LEGACY_SUITE
+from tests.flashinfer.dataset import RMSNORM, write_dataset
+from tests.support.cli import run_cli
 
 
 def test_a_shapes_value_no_task_has_is_refused_with_a_usage_status(tmp_path: Path) -> None:
@@ -76,3 +78,15 @@ def test_killed_jobs_folders_are_swept_and_nothing_else(tmp_path: Path) -> None:
     assert second is not None
     assert not (work / "nkibench-c3").exists()
     second.close()
+
+
+def test_a_tasks_workloads_are_shape_sets_it_has(tmp_path: Path) -> None:
+    """A task imported from FlashInfer-Bench: each line of its workloads.jsonl is a shape set
+    (`w0`, `w1`), which `--shapes` may name."""
+    dataset = write_dataset(tmp_path / "dataset")
+    watch = tmp_path / "kernels"
+    run = run_cli("import-flashinfer", str(dataset), str(watch), "--definition", RMSNORM)
+    assert run.code == 0, run.err
+    check_shapes("w1", watch)
+    with pytest.raises(OptionRefused, match=r"\(they have: full, w0, w1\); did you mean 'w1'\?"):
+        check_shapes("w11", watch)

@@ -103,7 +103,8 @@ class DaemonProcess(ChildProcess):
         self.log = root / "daemon.log"
         self.starts = 0
 
-    def start(self, *, ready: bool = True) -> None:
+    def start(self, *, ready: bool = True, ready_s: float = 60) -> None:
+        """Start it; `ready`: wait until it says so (failing with its log if it ends first)."""
         self.starts += 1
         offset = len(self.log_text())
         with self.log.open("ab") as log:
@@ -115,10 +116,11 @@ class DaemonProcess(ChildProcess):
             )
         if ready:
             wait_until(
-                lambda: '"event": "ready"' in self.log_text()[offset:],
-                60,
+                lambda: '"event": "ready"' in self.log_text()[offset:] or not self.alive(),
+                ready_s,
                 "the daemon to be ready",
             )
+            assert self.alive(), self.log_text()[offset:][-3000:]
 
     def wait(self, timeout: float = 60) -> int:
         """The exit status of a daemon that ends by itself."""

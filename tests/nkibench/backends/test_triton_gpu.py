@@ -13,7 +13,6 @@ from typing import TypeVar
 
 import pytest
 
-from daemon.settings import Settings
 from events.base import Event
 from events.catalog import (
     CandidateGenerated,
@@ -21,7 +20,7 @@ from events.catalog import (
     ProfileRecorded,
     SearchFinished,
 )
-from nkibench.backends.triton.backend import TritonBackend, TritonHost, probe_host
+from nkibench.backends.triton.backend import TritonBackend, TritonHost
 from nkibench.harness import profile_kernel
 from nkibench.sandbox.isolation import Isolation
 from nkibench.task.spec import load_task
@@ -31,27 +30,13 @@ from tests.support.daemon_process import PROGRAM, DaemonProcess, wait_until
 from tests.support.llm_server import running_llm
 from tests.support.triton_helpers import SILU
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("cuda_gpu")]
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("cuda_gpu", "gpu_turn")]
 
 E = TypeVar("E", bound=Event)
 
 
-@pytest.fixture(scope="module")
-def isolation() -> Isolation:
-    """The sandbox the settings ask for: bubblewrap, or ACCELOPT_SANDBOX=none on a GPU host
-    where something else is the boundary (the device machine runs in gVisor)."""
-    return Settings.load().isolation()
-
-
-@pytest.fixture(scope="module")
-def cuda_gpu(isolation: Isolation) -> TritonHost:
-    """This host's GPU, asked of a sandboxed child when the first test runs (never at
-    collection); without one, every test here is skipped."""
-    pytest.importorskip("torch")
-    host = probe_host(isolation=isolation)
-    if host.gpu is None:
-        pytest.skip("needs a CUDA GPU")
-    return host
+def _compares_timings(entry: Entry) -> bool:
+    return entry.fields.get("gpu_not_faster_than_baseline") == "true"
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +44,7 @@ def gpu(cuda_gpu: TritonHost, isolation: Isolation) -> TritonBackend:
     return TritonBackend(require_gpu=True, host=cuda_gpu, isolation=isolation)
 
 
+@pytest.mark.gpu_alone
 def test_the_same_kernel_timed_twice_differs_by_less_than_two_percent(gpu: TritonBackend) -> None:
     task = load_task(SILU)
     first = profile_kernel(task, backend=gpu, shapes="full")
@@ -95,7 +81,15 @@ def test_results_cached_across_the_timing_loop_are_caught(gpu: TritonBackend) ->
     assert "fresh inputs" in result.message
 
 
-@pytest.mark.parametrize("entry", [e for e in ENTRIES if e.gpu], ids=lambda e: e.name)
+@pytest.mark.parametrize(
+    "entry",
+    [
+        pytest.param(e, marks=[pytest.mark.gpu_alone] if _compares_timings(e) else [])
+        for e in ENTRIES
+        if e.gpu
+    ],
+    ids=lambda e: e.name,
+)
 def test_the_adversarial_corpus_on_a_gpu(entry: Entry, gpu: TritonBackend) -> None:
     """The corpus's Triton kernels whose exploit shows on a GPU (tests/data/adversarial,
     `gpu_expect`), profiled there: caught with the kind their header names, or, for the
@@ -105,13 +99,14 @@ def test_the_adversarial_corpus_on_a_gpu(entry: Entry, gpu: TritonBackend) -> No
     assert result.error_kind == kind, f"{result.error_kind}: {result.message}"
     if kind is not None:
         assert entry.fields["gpu_message"] in result.message, result.message
-    if entry.fields.get("gpu_not_faster_than_baseline") == "true":
+    if _compares_timings(entry):
         baseline = profile_kernel(entry.task(), backend=gpu, shapes=entry.fields["gpu_shapes"])
         assert result.latency_ms is not None
         assert baseline.latency_ms is not None
         assert result.latency_ms >= 0.9 * baseline.latency_ms, (result.latency_ms, baseline)
 
 
+@pytest.mark.gpu_alone
 def test_the_timer_keeps_the_l2_cold() -> None:
     """The L2 kept warm: a kernel reading 32 MB (inside the H100's 50 MB L2) timed with the
     timer's flush, and with the flush replaced by a spin of about the same length that
@@ -146,6 +141,7 @@ def test_the_timer_keeps_the_l2_cold() -> None:
     assert cold > 1.2 * warm, (cold, warm)
 
 
+@pytest.mark.gpu_alone
 def test_work_on_a_side_stream_does_not_look_faster() -> None:
     """The same computation on the timed stream and on a side stream (a kernel the static
     check would refuse): the side stream's work is either inside the events (on the H100 it
