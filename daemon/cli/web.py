@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+from functools import partial
 
 import click
 
 from daemon.cli.context import app_context
 from daemon.cli.options import database_option, log_level_option
+from daemon.coordinator.disk import state_disk
 from daemon.process.logs import configure_logging
 from daemon.process.signals import stop_on_signals
 from daemon.views.web.server import DEFAULT_BIND, WebServer, parse_bind
@@ -33,7 +35,8 @@ def serve_command(ctx: click.Context, bind: str, log_level: str) -> None:
     host, port = parse_bind(bind, app.settings.http_token)
     configure_logging(level=log_level, scrubber=app.scrubber)
     store = app.open_store(ctx)
-    server = WebServer(store, host, port, app.settings.http_token)
+    disk = partial(state_disk, app.settings.state_dir(), app.settings.min_free_mb)
+    server = WebServer(store, host, port, app.settings.http_token, state_disk=disk)
     stop = threading.Event()
     with stop_on_signals(lambda _signal: stop.set()):
         server.start()

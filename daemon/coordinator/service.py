@@ -39,7 +39,7 @@ from agents.llm import LLMClient
 from agents.memory import MemoryProjection
 from daemon.coordinator import startup
 from daemon.coordinator.clock import Clock, ClockPart
-from daemon.coordinator.disk import DiskFloor
+from daemon.coordinator.disk import DiskFloor, state_disk
 from daemon.coordinator.health import StoreHealth
 from daemon.coordinator.library import sync_library
 from daemon.coordinator.lock import AnotherDaemon, DaemonLock
@@ -433,7 +433,8 @@ def _web(
     from daemon.views.web.server import WebServer  # noqa: PLC0415 - the web extra, only here
 
     host, port = http
-    server = WebServer(store, host, port, settings.http_token)
+    disk = partial(state_disk, settings.state_dir(), settings.min_free_mb)
+    server = WebServer(store, host, port, settings.http_token, state_disk=disk)
     server.start()
     return server
 

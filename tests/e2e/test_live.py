@@ -1,7 +1,8 @@
 """The live pages of a running daemon (`--http`), in headless Chromium: a task folder dropped
 into the watched directory appears on the open page within 5 s, without a reload; /metrics
 parses as Prometheus text and agrees with `accelopt status --json`; an address other than
-loopback is refused without a token, and with one every request must carry it."""
+loopback is refused without a token, and with one every request must carry it; `serve` shows
+its host's state disk under the floor."""
 
 from __future__ import annotations
 
@@ -90,6 +91,10 @@ def test_a_dropped_task_appears_live_and_metrics_agree_with_status(tmp_path: Pat
             timed = (("latency_kind", platform["latency_kind"]), *where)
             assert metrics[("accelopt_baseline_ms", timed)] == platform["baseline_ms"]
             assert metrics[("accelopt_best_ms", timed)] == platform["best_ms"]
+        disk = seen["state_disk"]
+        assert metrics[("accelopt_state_disk_floor_bytes", ())] == disk["floor_bytes"]
+        paused = metrics[("accelopt_state_disk_new_jobs_paused", ())]
+        assert paused == (1 if disk["new_jobs_paused"] else 0)
         states = {t["state"] for t in seen["tasks"]}
         assert {k[1] for k in metrics if k[0] == "accelopt_tasks"} == {
             (("state", s),) for s in states
@@ -140,7 +145,8 @@ def test_an_open_address_needs_a_token_and_then_every_request_does(tmp_path: Pat
     server = subprocess.Popen(
         [sys.executable, "-c", "from daemon.cli import main; main()", "serve", "--bind",
          f"0.0.0.0:{port}"],
-        env={**os.environ, **db, "ACCELOPT_HTTP_TOKEN": "s3cret-token"},
+        env={**os.environ, **db, "ACCELOPT_HTTP_TOKEN": "s3cret-token",
+             "ACCELOPT_MIN_FREE_MB": str(2**40)},  # more than any disk has
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -151,6 +157,7 @@ def test_an_open_address_needs_a_token_and_then_every_request_does(tmp_path: Pat
         code, text = fetch(url, {"Authorization": "Bearer s3cret-token"})
         assert code == 200
         assert "accelopt_log_events" in text
+        assert samples(text)[("accelopt_state_disk_new_jobs_paused", ())] == 1
     finally:
         server.terminate()
         server.wait(30)

@@ -2,8 +2,9 @@
 (`/api/report`), the log's head as server-sent events (`/api/stream`, what the page listens
 to), and Prometheus metrics (`/metrics`). Every route reads; none writes.
 
-With a token (ACCELOPT_HTTP_TOKEN) every request must carry it: `Authorization: Bearer`, or
-`?token=` once, which sets a cookie for the page's own requests."""
+With a token (ACCELOPT_HTTP_TOKEN) every request must carry it (`Authorization: Bearer`) or a
+session: `?token=` once sets a cookie holding a session value, never the token, good for the
+page's own requests until it expires (sessions.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import dataclasses
 import hmac
 import json
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -31,18 +33,27 @@ from starlette.routing import Route
 from daemon.views.report.html import draw_plots, main_fragment, render_report, series_of
 from daemon.views.report.view import build_view
 from daemon.views.web.follow import Follower
-from daemon.views.web.metrics import metrics_registry
+from daemon.views.web.metrics import StateDisk, metrics_registry
+from daemon.views.web.sessions import SESSION_LIFETIME_S, Sessions
 from store.sql import SqlEventStore
 
 __all__ = ["make_app"]
 
 STREAM_EVERY_S = 1.0
-COOKIE = "accelopt_token"
+COOKIE = "accelopt_session"
 
 
-def make_app(store: SqlEventStore, *, token: str | None = None) -> Starlette:
+def make_app(
+    store: SqlEventStore,
+    *,
+    state_disk: Callable[[], StateDisk],
+    token: str | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Starlette:
+    """The pages of `store`'s log; `state_disk` looks at this host's state disk for /metrics,
+    `clock` times the sessions out."""
     follower = Follower(store)
-    registry = metrics_registry(follower, store)
+    registry = metrics_registry(follower, store, state_disk)
     pages = _Pages(follower, store)
 
     async def page(request: Request) -> Response:
@@ -79,7 +90,9 @@ def make_app(store: SqlEventStore, *, token: str | None = None) -> Starlette:
         body = await asyncio.to_thread(generate_latest, registry)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
-    middleware = [Middleware(_TokenCheck, token=token)] if token else []
+    middleware = (
+        [Middleware(_TokenCheck, token=token, sessions=Sessions(clock=clock))] if token else []
+    )
     return Starlette(
         routes=[
             Route("/", page),
@@ -119,22 +132,29 @@ class _Pages:
 
 
 class _TokenCheck(BaseHTTPMiddleware):
-    def __init__(self, app: object, token: str) -> None:
+    """The token, by header or `?token=` (which opens a session), or a session's cookie."""
+
+    def __init__(self, app: object, token: str, sessions: Sessions) -> None:
         super().__init__(app)  # type: ignore[arg-type]
-        self.token = token
+        self.token, self.sessions = token, sessions
 
     async def dispatch(
         self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
-        given = (
-            request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-            or request.query_params.get("token")
-            or request.cookies.get(COOKIE)
-            or ""
-        )
-        if not hmac.compare_digest(given.encode(), self.token.encode()):
+        bearer = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        given = bearer or request.query_params.get("token")
+        if given:
+            allowed = hmac.compare_digest(given.encode(), self.token.encode())
+        else:
+            allowed = self.sessions.valid(request.cookies.get(COOKIE, ""))
+        if not allowed:
             return PlainTextResponse("a token is needed (ACCELOPT_HTTP_TOKEN)", status_code=401)
         response = await call_next(request)
         if request.query_params.get("token"):
-            response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
+            # Secure only over https (a TLS proxy's X-Forwarded-Proto counts): a browser keeps
+            # no Secure cookie it got over plain http, and loopback pages are served so.
+            response.set_cookie(
+                COOKIE, self.sessions.issue(), max_age=SESSION_LIFETIME_S, httponly=True,
+                samesite="strict", secure=request.url.scheme == "https",
+            )  # fmt: skip
         return response

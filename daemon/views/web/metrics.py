@@ -1,12 +1,13 @@
 """Prometheus metrics, computed at each scrape from the log's projections and the job queue:
 nothing is counted twice or kept apart from the log, so /metrics and `accelopt status` agree.
-Latencies carry their kind as a label: measured and estimated never share a series."""
+Latencies carry their kind as a label: measured and estimated never share a series. The state
+disk is this host's, looked at each scrape, as `accelopt status` looks at it."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -16,9 +17,21 @@ from daemon.views.web.follow import Follower
 from store.jobs import JobState, open_queue
 from store.sql import SqlEventStore
 
-__all__ = ["metrics_registry"]
+__all__ = ["StateDisk", "metrics_registry"]
 
 DAEMON_PROJECTIONS = ("library", "memory", "portfolio")
+
+
+class StateDisk(Protocol):
+    """What the metrics read of the state disk (the coordinator's DiskSpace, which the views
+    do not import)."""
+
+    @property
+    def free_bytes(self) -> int: ...
+    @property
+    def floor_bytes(self) -> int: ...
+    @property
+    def low(self) -> bool: ...
 
 
 class _LogCollector(Collector):
@@ -113,6 +126,28 @@ class _LogCollector(Collector):
         yield running
 
 
+class _StateDiskCollector(Collector):
+    def __init__(self, look: Callable[[], StateDisk]) -> None:
+        self.look = look
+
+    def collect(self) -> Iterator[Any]:
+        disk = self.look()
+        yield GaugeMetricFamily(
+            "accelopt_state_disk_free_bytes", "Free space on the state directory's disk.",
+            disk.free_bytes,
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "accelopt_state_disk_floor_bytes",
+            "The state disk's floor (ACCELOPT_MIN_FREE_MB): under it new jobs pause.",
+            disk.floor_bytes,
+        )
+        yield GaugeMetricFamily(
+            "accelopt_state_disk_new_jobs_paused",
+            "1 while this host's daemon takes no new job: its state disk is under the floor.",
+            1 if disk.low else 0,
+        )
+
+
 def _job_counts(engine: Engine) -> dict[JobState, int]:
     queue = open_queue(engine)
     try:
@@ -121,7 +156,10 @@ def _job_counts(engine: Engine) -> dict[JobState, int]:
         queue.close()
 
 
-def metrics_registry(follower: Follower, store: SqlEventStore) -> CollectorRegistry:
+def metrics_registry(
+    follower: Follower, store: SqlEventStore, state_disk: Callable[[], StateDisk]
+) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_LogCollector(follower, store))
+    registry.register(_StateDiskCollector(state_disk))
     return registry

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import ipaddress
 import threading
-from typing import ClassVar
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar
 
 import structlog
 
 from events.errors import AccelOptError
 from store.sql import SqlEventStore
+
+if TYPE_CHECKING:
+    from daemon.views.web.metrics import StateDisk
 
 __all__ = ["DEFAULT_BIND", "HttpRefused", "WebServer", "parse_bind"]
 
@@ -49,15 +54,26 @@ def _loopback(host: str) -> bool:
 
 
 class WebServer:
-    """uvicorn serving the pages of `store`'s log, on a thread of its own."""
+    """uvicorn serving the pages of `store`'s log, on a thread of its own (make_app says what
+    `state_disk` and `clock` are for)."""
 
-    def __init__(self, store: SqlEventStore, host: str, port: int, token: str | None) -> None:
+    def __init__(
+        self,
+        store: SqlEventStore,
+        host: str,
+        port: int,
+        token: str | None,
+        *,
+        state_disk: Callable[[], StateDisk],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         import uvicorn  # noqa: PLC0415 - only with --http or serve
 
         from daemon.views.web.app import make_app  # noqa: PLC0415
 
+        app = make_app(store, state_disk=state_disk, token=token, clock=clock)
         config = uvicorn.Config(
-            make_app(store, token=token), host=host, port=port, log_config=None,
+            app, host=host, port=port, log_config=None,
             access_log=False, lifespan="off",
         )  # fmt: skip
         self.server = uvicorn.Server(config)
