@@ -167,7 +167,7 @@ def test_a_broken_backend_ends_the_worker_and_leaves_its_job_pending(
     thread.join(WAIT_S)
     assert not thread.is_alive()  # ended by the error, stop was never set
     assert isinstance(thread.failure, BackendUnavailable)
-    assert queue.counts() == {"pending": 1, "running": 0, "done": 0}
+    assert queue.counts() == {"pending": 1, "running": 0, "done": 0, "failed": 0}
 
 
 def test_a_task_without_the_daemons_shape_set_submits_no_job(task: TaskSpec) -> None:
