@@ -25,6 +25,7 @@ from pydantic_settings import SettingsError as SourceError
 from agents.config import ROLES, Budget, LLMConfig, Price, RoleConfig
 from events.errors import AccelOptError
 from nkibench.sandbox.isolation import Isolation
+from store.jobs.base import GiveUp
 
 __all__ = ["ApiKeySource", "LLMSettings", "Settings", "SettingsError"]
 
@@ -233,6 +234,22 @@ class Settings(BaseSettings):
     """PostgreSQL: a worker silent this long (no heartbeat; workers beat every third of it)
     is taken for dead, and the coordinator hands its running jobs to other workers. The same
     on every host of a fleet."""
+
+    job_failed_runs: int = Field(default=3, ge=1)
+    """A profiling job whose runs the infrastructure failed this many times (its worker died,
+    its backend or device broke; never a kernel's own verdict) on at least
+    ACCELOPT_JOB_FAILED_DEVICES devices ends `failed`, and its search goes on without it."""
+    job_failed_devices: int = Field(default=2, ge=1)
+    """The distinct devices those failed runs must span, or every device there is when there
+    are fewer: this daemon's own on one host, the devices the fleet's live workers lease."""
+
+    def give_up(self, devices_here: int | None) -> GiveUp:
+        """When a failing job ends failed; `devices_here`: the devices of a one-host queue
+        (None: the fleet, which counts its live workers' devices)."""
+        devices = self.job_failed_devices
+        if devices_here is not None:
+            devices = min(devices, max(devices_here, 1))
+        return GiveUp(runs=self.job_failed_runs, devices=devices)
 
     def isolation(self, *, allow_unsafe: bool = False) -> Isolation:
         """The OS sandbox kernels run in, as these settings (and --unsafe-sandbox) ask."""

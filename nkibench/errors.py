@@ -36,6 +36,8 @@ ErrorKind = Literal[
     #          a tensor subclass as output, a patched module, work on a side stream, results
     #          cached across calls, inputs mutated (Triton kernels)
     "task",  # the task folder itself is broken (reference.py, task.toml)
+    "job_failed",  # no verdict: every run of its job failed on the infrastructure (a worker
+    #               died, a device was lost) until the queue gave it up; set by the daemon
 ]
 ERROR_KINDS: tuple[ErrorKind, ...] = (
     "rejected",
@@ -49,6 +51,7 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
     "measurement",
     "cheat",
     "task",
+    "job_failed",
 )
 
 

@@ -119,9 +119,12 @@ jobs = sa.Table(
     sa.Column("started_at", UTCDateTime, nullable=True),
     sa.Column("finished_at", UTCDateTime, nullable=True),
     sa.Column("queue", sa.String(255), nullable=True),
+    sa.Column("failed_runs", JSONDocument, nullable=True),
     sa.Index("ix_jobs_state_priority", "state", "priority", "created_at"),
 )
 """Work waiting for a device (profiles): a queue, mutable, not part of the log. A job's
 result is recorded as an event by whoever asked for it; the row only carries it across a
 restart, so that finished work is never done again. `queue` is the queue it was submitted on
-(store.jobs.base: routing is an argument, never read from the payload)."""
+(store.jobs.base: routing is an argument, never read from the payload). `failed_runs`: the
+runs the infrastructure failed, `[{"worker", "error"}]` (None: none), which decide when the job
+ends `failed` (store.jobs.base.GiveUp)."""

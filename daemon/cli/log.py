@@ -22,6 +22,7 @@ from daemon.coordinator.disk import state_disk
 from daemon.projections import PROJECTIONS, make_projection, present
 from events.envelope import StoredEvent
 from store.engine import make_engine, sqlite_path
+from store.jobs import open_queue
 from store.migrate import describe, upgrade
 from store.projections.library import LibraryProjection, LibraryState
 from store.projections.runner import replay
@@ -198,6 +199,11 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     )
     log = {"events": store.head(), "size_bytes": size, "database": store.describe()}
     daemons = {host: asdict(d) for host, d in sorted(result.state.daemons.items())}
+    queue = open_queue(store.engine)
+    try:
+        jobs = queue.counts()  # the queue's, not the log's: a failed job is given up there
+    finally:
+        queue.close()
     if as_json:
         emit_json(
             {
@@ -205,6 +211,7 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
                 "position": result.position,
                 "tasks": library_json(result.state),
                 "daemons": daemons,
+                "jobs": jobs,
                 "state_disk": {
                     "path": str(disk.path),
                     "free_bytes": disk.free_bytes,
@@ -217,6 +224,7 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     print_table(library_table(result.state, title="accelopt library"))
     size_text = f", {size / 1e6:.1f} MB on disk" if size is not None else ""
     click.echo(f"log: {log['events']} events in {log['database']}{size_text}")
+    click.echo("jobs: " + ", ".join(f"{count} {state}" for state, count in jobs.items()))
     for host, daemon in daemons.items():
         click.echo(daemon_line(host, daemon))
     if disk.low:

@@ -87,7 +87,12 @@ def open_parts(settings: Settings, database_url: str, options: DaemonOptions) ->
         else:
             log.warning("agents idle", detail=IDLE)
         opened = _open_backend(options, store, isolation, settings)
-        queue = open_queue(store.engine, queues=[queue_name(opened.name, opened.target)])
+        fleet = spans_hosts(store.engine)
+        queue = open_queue(
+            store.engine,
+            queues=[queue_name(opened.name, opened.target)],
+            give_up=settings.give_up(None if fleet else len(opened.devices)),
+        )
         requeued = queue.requeue_running()
         if requeued:
             log.info("jobs requeued after an unclean stop", jobs=requeued)

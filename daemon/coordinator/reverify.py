@@ -72,6 +72,9 @@ class Reverifier:
                 continue
             if result.correct:
                 continue
+            if result.error_kind == "job_failed":  # the infrastructure's, no verdict on it
+                log.warning("not re-verified", task=task, reason=result.message)
+                continue
             self.recorder.record(
                 f"task:{task}",
                 KernelDemoted(

@@ -29,7 +29,8 @@ def status_line(
     invalid = sum(1 for v in tasks if v.invalid)
     line = (
         f"{len(tasks)} tasks ({invalid} invalid), {len(searching)} searching, "
-        f"jobs {jobs.get('pending', 0)} pending / {jobs.get('running', 0)} running, "
+        f"jobs {jobs.get('pending', 0)} pending / {jobs.get('running', 0)} running / "
+        f"{jobs.get('failed', 0)} failed, "
         f"{'agents on' if agents else 'agents idle (no LLM endpoint)'}, log at {position}"
     )
     if not isolation.contained:

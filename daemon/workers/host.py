@@ -109,6 +109,7 @@ def _serve(settings: Settings, store: SqlEventStore, options: WorkerOptions) -> 
         queues=[queue_name(options.backend, target)],
         stalled_s=settings.fleet_stalled_s,
         patience_s=settings.daemon_store_patience_s,
+        give_up=settings.give_up(None),
     )
     recorder = Recorder(store, correlation_id=f"worker:{options.host}:{os.getpid()}")
     pool = DevicePool(

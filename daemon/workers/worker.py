@@ -26,7 +26,7 @@ from nkibench.sandbox.process import Cancelled
 from nkibench.task.spec import TaskSpec, load_task
 from store.jobs.base import Job, JobCancelled, JobQueue, queue_name
 
-__all__ = ["QueuedProfiler", "Worker", "WorkerPart", "profile_job"]
+__all__ = ["QueuedProfiler", "Worker", "WorkerPart", "given_up", "profile_job"]
 
 log = structlog.get_logger("accelopt.worker")
 IDLE_WAIT_S = 5.0
@@ -195,7 +195,26 @@ class QueuedProfiler:
         )
         while True:
             job = self.queue.result(job_id, timeout=1.0)
+            if job is not None and job.state == "failed":
+                return given_up(job)
             if job is not None and job.result is not None:
                 return KernelResult(**job.result)
             if self.should_stop():
                 raise Interrupted(f"waiting for {job_id}: the daemon is stopping")
+
+
+def given_up(job: Job) -> KernelResult:
+    """A job the queue gave up as the search sees it: a kernel without a verdict, failed with
+    kind `job_failed` (a candidate rejected, a search that goes on), never a crash."""
+    payload = job.payload
+    devices = sorted({run.worker for run in job.failed_runs})
+    last = job.failed_runs[-1].error if job.failed_runs else "no failed run kept"
+    return KernelResult(
+        job.task,
+        payload["backend"],
+        payload["target"],
+        payload["shapes"],
+        error_kind="job_failed",
+        message=f"job {job.job_id} failed on {len(job.failed_runs)} runs on "
+        f"{', '.join(devices)}; the last: {last}",
+    )

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from sqlalchemy.engine import Engine
 
 from store.jobs.base import (
+    GiveUp,
     Handler,
     Job,
     JobCancelled,
@@ -27,6 +28,7 @@ from store.jobs.base import (
 )
 
 __all__ = [
+    "GiveUp",
     "Handler",
     "Job",
     "JobCancelled",
@@ -46,15 +48,18 @@ def spans_hosts(engine: Engine) -> bool:
     return engine.dialect.name == "postgresql"
 
 
-def open_queue(engine: Engine, *, queues: Sequence[str] = ()) -> JobQueue:
+def open_queue(
+    engine: Engine, *, queues: Sequence[str] = (), give_up: GiveUp | None = None
+) -> JobQueue:
     """The job queue of the database behind `engine` (which stays the caller's to dispose of;
     `close` the queue): on PostgreSQL the fleet's, whose workers here take `queues` (empty:
-    every queue); on SQLite one host's, whose workers take every job."""
+    every queue); on SQLite one host's, whose workers take every job. `give_up`: when a job
+    that keeps failing ends failed (None: the defaults)."""
     if spans_hosts(engine):
         # imported here: procrastinate is the fleet's alone, and a SQLite database needs none
         from store.jobs.fleet import FleetJobQueue  # noqa: PLC0415
 
-        return FleetJobQueue(engine, queues=queues)
+        return FleetJobQueue(engine, queues=queues, give_up=give_up)
     from store.jobs.sql import SqlJobQueue  # noqa: PLC0415
 
-    return SqlJobQueue(engine)
+    return SqlJobQueue(engine, give_up=give_up)

@@ -29,6 +29,15 @@ behaviour is in tests/store/test_fleet_queue.py):
 - `requeue_running` on one host trusts its caller that the workers are gone (at start, the
   jobs of a dead process); the fleet can tell live workers from dead ones (their heartbeats)
   and puts back only the dead ones' jobs.
+
+**A job that fails everywhere is given up.** A run *fails* when its handler raises (the
+backend broke, the device went away) or its worker dies under it (found by `requeue_running`,
+or by the fleet's `recover`): the infrastructure failed, so the job is run again. A kernel's
+own verdict (incorrect, timeout, a crash in the kernel's sandboxed child) is a result, never a
+failed run. Each failed run is kept with the job (`Job.failed_runs`); once `GiveUp` says the
+job failed enough runs on enough devices, it ends `failed` (terminal, like `done`) instead of
+pending, so it is not re-queued for ever, and `result` hands it to its waiter, who records
+the outcome.
 """
 
 from __future__ import annotations
@@ -46,8 +55,11 @@ from events.codec import storage_json
 from store.errors import InvalidPayload
 
 __all__ = [
+    "FINISHED",
     "JOB_STATES",
     "LISTED_STATUS",
+    "FailedRun",
+    "GiveUp",
     "Handler",
     "Job",
     "JobCancelled",
@@ -59,14 +71,52 @@ __all__ = [
     "queue_name",
 ]
 
-JobState = Literal["pending", "running", "done"]
+JobState = Literal["pending", "running", "done", "failed"]
 JOB_STATES: tuple[JobState, ...] = get_args(JobState)
-LISTED_STATUS: dict[JobState, str] = {"pending": "queued", "running": "running", "done": "done"}
+FINISHED: tuple[JobState, ...] = ("done", "failed")
+"""The terminal states: a job in one is never run again, and its waiter has its outcome."""
+LISTED_STATUS: dict[JobState, str] = {
+    "pending": "queued",
+    "running": "running",
+    "done": "done",
+    "failed": "failed",
+}
 """A job's status in a listing, where no dispatch has a say (one host)."""
 
 
 class JobCancelled(Exception):
     """The work was not done; run it again later."""
+
+
+@dataclass(frozen=True)
+class FailedRun:
+    """One run of a job that the infrastructure failed: on which device (its worker's name)
+    and why."""
+
+    worker: str
+    error: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"worker": self.worker, "error": self.error}
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    """When a job whose runs keep failing is failed for good: after `runs` failed runs on at
+    least `devices` distinct devices, or on every device there is when there are fewer (one
+    device can never see a second; a job there is given up after `runs` on it)."""
+
+    runs: int = 3
+    devices: int = 2
+
+    def reached(self, failed_runs: tuple[FailedRun, ...], devices_there_are: int | None) -> bool:
+        """`devices_there_are`: the devices serving the queue now (None: unknown, and
+        `devices` are needed)."""
+        needed = self.devices
+        if devices_there_are is not None:
+            needed = min(needed, max(devices_there_are, 1))
+        distinct = {run.worker for run in failed_runs}
+        return len(failed_runs) >= self.runs and len(distinct) >= needed
 
 
 @dataclass(frozen=True)
@@ -91,6 +141,9 @@ class Job:
     """When its result was recorded (None: not done)."""
     queue: str | None = None
     """The queue it was submitted on (None: a job from before queues were recorded)."""
+    failed_runs: tuple[FailedRun, ...] = ()
+    """Its runs that the infrastructure failed, oldest first (the last says why a `failed`
+    job was given up)."""
 
 
 @dataclass(frozen=True)
@@ -100,8 +153,8 @@ class JobListing:
 
     job: Job
     status: str
-    """queued, running, done, or failed (the fleet: procrastinate gave up; `recover` queues
-    it again)."""
+    """queued, running, done, or failed (given up: `GiveUp`; on the fleet also a job whose
+    procrastinate retries ran out, which `recover` queues again)."""
     queue: str | None
     """The queue it was dispatched on (the fleet: procrastinate's; one host: None)."""
     runs: int
@@ -158,7 +211,8 @@ class JobQueue(ABC):
 
     @abstractmethod
     def result(self, job_id: str, timeout: float) -> Job | None:
-        """The job once done (with its result), or None if it is not done within `timeout` s."""
+        """The job once finished: done (with its result) or failed (given up, its
+        `failed_runs` say why); None if it is neither within `timeout` s."""
 
     # --- serve a device --------------------------------------------------------------------
 
@@ -167,8 +221,9 @@ class JobQueue(ABC):
         """Run the most urgent pending job (priority, then age, then id) on `worker`, one at a
         time, through `handler`, until `stop` is set; record what it returns as the result.
 
-        JobCancelled from the handler puts the job back to pending; any other exception puts
-        it back to pending too and propagates (the caller decides whether to serve again).
+        JobCancelled from the handler puts the job back to pending; any other exception is a
+        failed run on `worker`: the job goes back to pending, or to failed once `GiveUp` is
+        reached, and the exception propagates (the caller decides whether to serve again).
         When nothing is pending it sleeps until a submit or a release wakes it, `idle_s`
         passes, or `stop` is set.
         """
@@ -178,7 +233,8 @@ class JobQueue(ABC):
     @abstractmethod
     def requeue_running(self, worker: str | None = None) -> int:
         """Put every running job back to pending (or only `worker`'s: a dead worker's, before
-        another takes its place) and return how many (at start: a dead process's jobs)."""
+        another takes its place) and return how many (at start: a dead process's jobs). Each
+        is a failed run on its worker (it died under the job), so a job may end failed."""
 
     @abstractmethod
     def counts(self) -> dict[JobState, int]:
@@ -186,7 +242,7 @@ class JobQueue(ABC):
 
     @abstractmethod
     def prune(self, older_than: timedelta) -> int:
-        """Forget jobs finished more than `older_than` ago and return how many."""
+        """Forget jobs finished (done or failed) more than `older_than` ago; how many."""
 
     @abstractmethod
     def get(self, job_id: str) -> Job | None:

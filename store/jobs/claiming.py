@@ -1,8 +1,9 @@
 """Serving and waiting for queues whose workers claim jobs one by one from their own storage.
 
 The in-memory and SQL adapters differ only in where a job lives; how a worker serves (claim,
-run the handler, record the result or put the job back) and how a submitter waits are the
-same, so they live here once and each adapter supplies `_claim`, `_complete` and `_release`. A
+run the handler, record the result, put the job back or count a failed run) and how a
+submitter waits are the same, so they live here once and each adapter supplies `_claim`,
+`_complete`, `_release` and `_fail`. A
 queue with its own worker loop (procrastinate) implements the port directly instead.
 
 Wake-ups cross threads, not processes: a submit, release or result here wakes this process's
@@ -17,9 +18,26 @@ import time
 from abc import abstractmethod
 from typing import Any, ClassVar
 
-from store.jobs.base import Handler, Job, JobCancelled, JobQueue
+from store.jobs.base import (
+    FINISHED,
+    FailedRun,
+    GiveUp,
+    Handler,
+    Job,
+    JobCancelled,
+    JobQueue,
+    JobState,
+)
 
-__all__ = ["ClaimingQueue"]
+__all__ = ["WORKER_DIED", "ClaimingQueue", "run_error"]
+
+WORKER_DIED = "its worker died while running it"
+"""Why a run failed that a dead worker left running (its process, or its host, gone)."""
+
+
+def run_error(error: BaseException) -> str:
+    """Why a run failed, as a failed run keeps it."""
+    return f"{type(error).__name__}: {error}"
 
 
 class ClaimingQueue(JobQueue):
@@ -30,7 +48,9 @@ class ClaimingQueue(JobQueue):
     STOP_SLICE_S: ClassVar[float] = 0.1
     """An idle worker notices `stop` at most this late (an Event cannot wake a Condition)."""
 
-    def __init__(self) -> None:
+    def __init__(self, give_up: GiveUp | None) -> None:
+        self.give_up = give_up or GiveUp()
+        """When a job whose runs keep failing ends failed (None: the defaults)."""
         self._changed = threading.Condition()
         self._generation = 0
         """Counts changes here, so that a change between a look and a sleep is never missed."""
@@ -44,12 +64,19 @@ class ClaimingQueue(JobQueue):
 
     @abstractmethod
     def _complete(self, job_id: str, worker: str, result: dict[str, Any]) -> None:
-        """Record `result` and mark the job done, unless it is done already (a result that a
-        waiter may have seen never changes)."""
+        """Record `result` and mark the job done, unless it is finished already (an outcome
+        that a waiter may have seen never changes: a late result of a job given up included)."""
 
     @abstractmethod
     def _release(self, job_id: str, worker: str) -> None:
         """Put the job back to pending if it is still running on `worker`."""
+
+    @abstractmethod
+    def _fail(self, job_id: str, run: FailedRun) -> JobState | None:
+        """If the job is still running on `run.worker`: count the failed run, and put the job
+        back to pending, or to failed once `give_up` is reached with the devices serving the
+        queue now (`devices()`; one host: None, its `give_up` was told its devices); the state
+        it is left in (None: it was not running there any more)."""
 
     # --- the port --------------------------------------------------------------------------
 
@@ -67,7 +94,7 @@ class ClaimingQueue(JobQueue):
         while True:
             seen = self._seen()
             job = self.get(job_id)
-            if job is not None and job.state == "done":
+            if job is not None and job.state in FINISHED:
                 return job
             left = deadline - time.monotonic()
             if left <= 0:
@@ -77,12 +104,19 @@ class ClaimingQueue(JobQueue):
     # --- the loop's parts ------------------------------------------------------------------
 
     def _run(self, worker: str, job: Job, handler: Handler) -> None:
-        """One job, never left running: whatever happens, it ends done or pending again."""
+        """One job, never left running: whatever happens, it ends done, failed or pending
+        again. Only the handler's error is the job's failed run: one in recording its result
+        is the database's, and the job's work is done again when it is back."""
         try:
             result = handler(job)
-            self._complete(job.job_id, worker, result)
         except JobCancelled:
             self._release(job.job_id, worker)
+            return
+        except BaseException as e:
+            self._fail(job.job_id, FailedRun(worker, run_error(e)))
+            raise
+        try:
+            self._complete(job.job_id, worker, result)
         except BaseException:
             self._release(job.job_id, worker)
             raise

@@ -48,7 +48,19 @@ from procrastinate.retry import BaseRetryStrategy, RetryDecision
 from sqlalchemy.engine import Engine
 
 from store.errors import StoreError
-from store.jobs.base import Handler, Job, JobCancelled, JobListing, Maintenance, queue_name
+from store.jobs.base import (
+    FINISHED,
+    FailedRun,
+    GiveUp,
+    Handler,
+    Job,
+    JobCancelled,
+    JobListing,
+    JobState,
+    Maintenance,
+    queue_name,
+)
+from store.jobs.claiming import WORKER_DIED, run_error
 from store.jobs.leases import UNSURE_RETRY_S, DeviceLeases, DevicesLost, DeviceTaken, lease_space
 from store.jobs.patient import PatientJobManager
 from store.jobs.sql import LISTED_COLUMNS, SqlJobQueue, job_from_row
@@ -130,8 +142,9 @@ class FleetJobQueue(SqlJobQueue):
         lease_check_s: float | None = None,
         patience_s: float = 300.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        give_up: GiveUp | None = None,
     ) -> None:
-        super().__init__(engine, clock=clock)
+        super().__init__(engine, clock=clock, give_up=give_up)
         if engine.dialect.name != "postgresql":
             raise ValueError("the fleet's job queue needs PostgreSQL")
         self.queues = list(queues)
@@ -312,12 +325,14 @@ class FleetJobQueue(SqlJobQueue):
                 with self._write(f"claim job {job_id!r} on {worker!r}") as connection:
                     held = leases.verify(connection, worker)
                     job = (
-                        self._mark_running(connection, job_id, worker, jobs.c.state != "done")
+                        self._mark_running(
+                            connection, job_id, worker, jobs.c.state.not_in(FINISHED)
+                        )
                         if held
                         else None
                     )
                 if held:
-                    if job is not None:  # else done already (a retry whose result was kept)
+                    if job is not None:  # else finished already (a retry whose result was kept)
                         self._run_claimed(job, worker, handler)
                     return
             # The device's lease lapsed under it (its session ended): checked now, not at the
@@ -330,10 +345,20 @@ class FleetJobQueue(SqlJobQueue):
         )
 
     def _run_claimed(self, job: Job, worker: str, handler: Handler) -> None:
-        """Never left running: done, or pending again for its retry (a result that cannot be
-        recorded included)."""
+        """Never left running: done, failed, or pending again for its retry (a result that
+        cannot be recorded included). A drain is no failed run; a handler's error is one, and
+        a job it leaves failed returns quietly, so procrastinate retries it no more."""
         try:
             result = handler(job)
+        except JobCancelled:
+            self._release(job.job_id, worker)
+            raise
+        except BaseException as e:
+            if self._fail(job.job_id, FailedRun(worker, run_error(e))) == "failed":
+                log.error("job failed for good", job=job.job_id, runs=self.give_up.runs)
+                return
+            raise
+        try:
             self._complete(job.job_id, worker, result)
         except BaseException:
             self._release(job.job_id, worker)
@@ -379,6 +404,15 @@ class FleetJobQueue(SqlJobQueue):
                 seconds_since_heartbeat=self.stalled_s,
             )
             for row in stalled:
+                if self._died_under(row["args"].get("job_id")) == "failed":
+                    connector.execute_query(
+                        query=procrastinate_sql.queries["finish_job"],
+                        job_id=row["id"],
+                        status="failed",
+                        delete_job=False,
+                    )
+                    log.error("job of a stalled worker failed for good", job=row["args"])
+                    continue
                 self.app.job_manager.retry_job_by_id(row["id"], retry_at=datetime.now(UTC))
                 log.warning("job of a stalled worker requeued", job=row["args"].get("job_id"))
         queued = 0
@@ -391,6 +425,13 @@ class FleetJobQueue(SqlJobQueue):
             queued += 1
         return len(stalled) + queued
 
+    def _died_under(self, job_id: str | None) -> JobState | None:
+        """A failed run of the job a dead worker ran (by its row); the state it is left in."""
+        job = self.get(job_id) if job_id is not None else None
+        if job is None or job.state != "running" or job.worker is None:
+            return None
+        return self._fail(job.job_id, FailedRun(job.worker, WORKER_DIED))
+
     def _orphans(self) -> list[tuple[str, str | None, float]]:
         """The rows no procrastinate job carries, with the queue each was submitted on (a row
         from before queues were kept in it: its last procrastinate job's, if any)."""
@@ -401,7 +442,8 @@ class FleetJobQueue(SqlJobQueue):
                     "SELECT j.job_id, j.priority, coalesce(j.queue, (SELECT p.queue_name "
                     "FROM procrastinate_jobs p WHERE p.queueing_lock = j.job_id "
                     "ORDER BY p.id DESC LIMIT 1)) AS queue FROM jobs j "
-                    "WHERE j.state != 'done' AND j.updated_at < :cutoff AND NOT EXISTS ("
+                    "WHERE j.state NOT IN ('done', 'failed') AND j.updated_at < :cutoff "
+                    "AND NOT EXISTS ("
                     "SELECT 1 FROM procrastinate_jobs p WHERE p.queueing_lock = j.job_id "
                     "AND p.status IN ('todo', 'doing'))"
                 ),
@@ -416,7 +458,8 @@ class FleetJobQueue(SqlJobQueue):
                 sa.text(
                     "DELETE FROM procrastinate_jobs p WHERE p.status IN "
                     "('succeeded', 'failed', 'cancelled', 'aborted') AND NOT EXISTS "
-                    "(SELECT 1 FROM jobs j WHERE j.job_id = p.queueing_lock AND j.state != 'done') "
+                    "(SELECT 1 FROM jobs j WHERE j.job_id = p.queueing_lock "
+                    "AND j.state NOT IN ('done', 'failed')) "
                     "AND NOT EXISTS (SELECT 1 FROM procrastinate_events e WHERE e.job_id = p.id "
                     "AND e.at >= :cutoff)"
                 ),
@@ -442,8 +485,9 @@ class FleetJobQueue(SqlJobQueue):
 
 def _listing(row: Any) -> JobListing:
     job = job_from_row(row)
-    if job.state == "done":
-        status = "done"
+    status: str
+    if job.state in FINISHED:
+        status = job.state
     elif row.status == "failed":
         status = "failed"
     elif job.state == "running" and row.status == "doing":

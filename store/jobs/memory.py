@@ -3,8 +3,8 @@
 For tests and tools that need a real queue without a database, as procrastinate's
 `InMemoryConnector` is for procrastinate. It is not a mock: jobs are claimed, run, released and
 waited for exactly as in the SQL adapter, and the contract tests hold for it. It also keeps,
-in `calls`, every operation that may change jobs (submit, claim, complete, release, requeue,
-prune), so a test can assert what a worker did, and `reset()` forgets everything.
+in `calls`, every operation that may change jobs (submit, claim, complete, release, fail,
+requeue, prune), so a test can assert what a worker did, and `reset()` forgets everything.
 """
 
 from __future__ import annotations
@@ -15,8 +15,18 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from store.jobs.base import JOB_STATES, LISTED_STATUS, Job, JobListing, JobState, json_document
-from store.jobs.claiming import ClaimingQueue
+from store.jobs.base import (
+    FINISHED,
+    JOB_STATES,
+    LISTED_STATUS,
+    FailedRun,
+    GiveUp,
+    Job,
+    JobListing,
+    JobState,
+    json_document,
+)
+from store.jobs.claiming import WORKER_DIED, ClaimingQueue
 
 __all__ = ["Call", "MemoryJobQueue"]
 
@@ -42,8 +52,13 @@ def _copy(job: Job) -> Job:
 
 
 class MemoryJobQueue(ClaimingQueue):
-    def __init__(self, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        give_up: GiveUp | None = None,
+    ) -> None:
+        super().__init__(give_up)
         self._clock = clock
         self.reset()
 
@@ -112,7 +127,7 @@ class MemoryJobQueue(ClaimingQueue):
         with self._changed:
             self._record("complete", job_id=job_id, worker=worker)
             entry = self._entries.get(job_id)
-            if entry is not None and entry.job.state != "done":
+            if entry is not None and entry.job.state not in FINISHED:
                 self._update(entry, state="done", result=document, finished_at=self._clock())
         self._wake()
 
@@ -123,6 +138,28 @@ class MemoryJobQueue(ClaimingQueue):
             if entry is not None and entry.job.state == "running" and entry.job.worker == worker:
                 self._update(entry, state="pending", worker=None)
         self._wake()
+
+    def _fail(self, job_id: str, run: FailedRun) -> JobState | None:
+        with self._changed:
+            self._record("fail", job_id=job_id, worker=run.worker)
+            entry = self._entries.get(job_id)
+            state: JobState | None = None
+            running = entry is not None and entry.job.state == "running"
+            if entry is not None and running and entry.job.worker == run.worker:
+                self._put_back(entry, run)
+                state = self._entries[job_id].job.state
+        self._wake()
+        return state
+
+    def _put_back(self, entry: _Entry, run: FailedRun) -> None:
+        failed_runs = (*entry.job.failed_runs, run)
+        if self.give_up.reached(failed_runs, self.devices()):
+            self._update(
+                entry, state="failed", worker=None, failed_runs=failed_runs,
+                finished_at=self._clock(),
+            )  # fmt: skip
+        else:
+            self._update(entry, state="pending", worker=None, failed_runs=failed_runs)
 
     # --- administration --------------------------------------------------------------------
 
@@ -135,7 +172,8 @@ class MemoryJobQueue(ClaimingQueue):
                 if e.job.state == "running" and worker in (None, e.job.worker)
             ]
             for entry in running:
-                self._update(entry, state="pending", worker=None)
+                assert entry.job.worker is not None  # a running job has its worker
+                self._put_back(entry, FailedRun(entry.job.worker, WORKER_DIED))
         self._wake()
         return len(running)
 
@@ -151,7 +189,7 @@ class MemoryJobQueue(ClaimingQueue):
             old = [
                 job_id
                 for job_id, e in self._entries.items()
-                if e.job.state == "done" and e.updated_at < cutoff
+                if e.job.state in FINISHED and e.updated_at < cutoff
             ]
             for job_id in old:
                 del self._entries[job_id]

@@ -20,8 +20,18 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
 from store.engine import read_connection, translated, write_transaction
-from store.jobs.base import JOB_STATES, LISTED_STATUS, Job, JobListing, JobState, json_document
-from store.jobs.claiming import ClaimingQueue
+from store.jobs.base import (
+    FINISHED,
+    JOB_STATES,
+    LISTED_STATUS,
+    FailedRun,
+    GiveUp,
+    Job,
+    JobListing,
+    JobState,
+    json_document,
+)
+from store.jobs.claiming import WORKER_DIED, ClaimingQueue
 from store.migrate import describe
 from store.schema import jobs
 
@@ -48,6 +58,7 @@ def job_from_row(row: Any) -> Job:
         started_at=row.started_at,
         finished_at=row.finished_at,
         queue=row.queue,
+        failed_runs=tuple(FailedRun(**run) for run in row.failed_runs or ()),
     )
 
 
@@ -56,9 +67,13 @@ class SqlJobQueue(ClaimingQueue):
     to dispose of)."""
 
     def __init__(
-        self, engine: Engine, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+        self,
+        engine: Engine,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        give_up: GiveUp | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(give_up)
         self.engine = engine
         self._clock = clock
 
@@ -171,7 +186,7 @@ class SqlJobQueue(ClaimingQueue):
         with self._write(f"record the result of job {job_id!r}") as connection:
             connection.execute(
                 jobs.update()
-                .where(jobs.c.job_id == job_id, jobs.c.state != "done")
+                .where(jobs.c.job_id == job_id, jobs.c.state.not_in(FINISHED))
                 .values(state="done", result=document, finished_at=now, updated_at=now)
             )
         self._wake()
@@ -185,21 +200,58 @@ class SqlJobQueue(ClaimingQueue):
             )
         self._wake()
 
+    def _fail(self, job_id: str, run: FailedRun) -> JobState | None:
+        devices = self.devices()  # before the write: the fleet asks the database
+        with self._write(f"count a failed run of job {job_id!r}") as connection:
+            row = connection.execute(
+                sa.select(jobs.c.job_id, jobs.c.worker, jobs.c.failed_runs)
+                .where(
+                    jobs.c.job_id == job_id, jobs.c.state == "running", jobs.c.worker == run.worker
+                )
+                .with_for_update()
+            ).first()
+            state = self._put_back(connection, row, run, devices) if row is not None else None
+        self._wake()
+        return state
+
+    def _put_back(
+        self, connection: Connection, row: Any, run: FailedRun, devices: int | None
+    ) -> JobState:
+        """The job of `row` (its id and failed runs) after the failed `run`: pending again, or
+        failed for good; which."""
+        failed_runs = (*(FailedRun(**r) for r in row.failed_runs or ()), run)
+        now = self._clock()
+        state: JobState = "failed" if self.give_up.reached(failed_runs, devices) else "pending"
+        connection.execute(
+            jobs.update()
+            .where(jobs.c.job_id == row.job_id)
+            .values(
+                state=state,
+                worker=None,
+                failed_runs=[r.to_json() for r in failed_runs],
+                finished_at=now if state == "failed" else None,
+                updated_at=now,
+            )
+        )
+        return state
+
     # --- administration --------------------------------------------------------------------
 
     def requeue_running(self, worker: str | None = None) -> int:
         which = [jobs.c.state == "running"]
         if worker is not None:
             which.append(jobs.c.worker == worker)
+        devices = self.devices()
         with self._write("requeue the running jobs") as connection:
-            requeued = connection.execute(
-                jobs.update()
+            running = connection.execute(
+                sa.select(jobs.c.job_id, jobs.c.worker, jobs.c.failed_runs)
                 .where(*which)
-                .values(state="pending", worker=None, updated_at=self._clock())
-                .returning(jobs.c.job_id)
+                .with_for_update()
             ).all()
+            for row in running:
+                self._put_back(connection, row, FailedRun(row.worker, WORKER_DIED), devices)
         self._wake()
-        return len(requeued)
+        return len(running)
 
     def counts(self) -> dict[JobState, int]:
         with self._read("count the jobs") as connection:
@@ -214,7 +266,7 @@ class SqlJobQueue(ClaimingQueue):
         with self._write("prune finished jobs") as connection:
             pruned = connection.execute(
                 jobs.delete()
-                .where(jobs.c.state == "done", jobs.c.updated_at < cutoff)
+                .where(jobs.c.state.in_(FINISHED), jobs.c.updated_at < cutoff)
                 .returning(jobs.c.job_id)
             ).all()
         return len(pruned)

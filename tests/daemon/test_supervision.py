@@ -30,7 +30,10 @@ from events.codec import decode
 from store.engine import make_engine
 from store.errors import StoreBusy
 from store.jobs.sql import SqlJobQueue
+from store.projections.library import LibraryProjection
+from store.projections.runner import replay
 from store.schema import jobs, projection_snapshots
+from store.sql import SqlEventStore
 from tests.support.inprocess_daemon import TICK_S, Running, wait_for
 
 
@@ -144,6 +147,8 @@ def test_a_part_that_keeps_dying_stops_the_daemon_with_a_non_zero_exit(
         raise RuntimeError("the backend is broken for good")
 
     monkeypatch.setattr(worker_module, "profile_kernel", broken)
+    # its one job is given up after 3 deaths otherwise: this shows the supervisor's own limit
+    monkeypatch.setenv("ACCELOPT_JOB_FAILED_RUNS", "10")
     running = Running(home)
     running.daemon.supervisor.backoff_s = 0.01  # let it die six times quickly
     running.drop("silu")
@@ -152,6 +157,43 @@ def test_a_part_that_keeps_dying_stops_the_daemon_with_a_non_zero_exit(
     assert running.code == 1
     assert "cpu0 thread died 6 times in a row" in running.daemon.reason
     assert running_jobs(running.url) == 0
+
+
+def test_a_job_that_kills_the_worker_on_every_run_fails_and_its_search_finishes(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One host, one device (cpu0): every device there is; the job is given up after
+    ACCELOPT_JOB_FAILED_RUNS runs there, before the supervisor's limit (6 deaths) is reached."""
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("the device is gone")
+
+    monkeypatch.setattr(worker_module, "profile_kernel", broken)
+    running = Running(home)
+    running.daemon.supervisor.backoff_s = 0.01
+    try:
+        running.drop("silu")
+        wait_for(lambda: running.events(SearchFinished, "silu"), 120, "the search to finish")
+        assert job_states(running.url) == ["failed"]
+        (profile,) = running.events(ProfileRecorded, "silu")
+        assert (profile.correct, profile.error_kind) == (False, "job_failed")
+        assert "3 runs on cpu0" in (profile.error_message or "")
+        assert running.thread.is_alive()  # the daemon goes on
+    finally:
+        code = running.stop()
+    assert code == 0
+    store = SqlEventStore.open(running.url)
+    try:
+        library = LibraryProjection()
+        live = replay(store, library, use_snapshots=False, use_checkpoint=True)
+        rebuilt = replay(store, library, use_snapshots=False)
+    finally:
+        store.close()
+    assert live.started_from.startswith("checkpoint@")  # what the daemon folded as it ran
+    assert rebuilt.started_from == "zero"
+    assert library.dump(rebuilt.state) == library.dump(live.state)
+    silu = rebuilt.state.tasks["silu"]
+    assert (silu.state, (silu.error or "").split(":")[0]) == ("failing", "job_failed")
 
 
 def test_the_clock_and_the_main_loop_share_the_projections_without_a_race(home: Path) -> None:

@@ -18,8 +18,10 @@ from nkibench.result import KernelResult
 from nkibench.sandbox.process import Cancelled
 from nkibench.suites import NKI_LEGACY_SUITE
 from nkibench.task.spec import TaskSpec, load_task
-from store.jobs.base import Job
+from store.engine import make_engine
+from store.jobs.base import Job, JobQueue
 from store.jobs.memory import Call, MemoryJobQueue
+from store.jobs.sql import SqlJobQueue
 
 WAIT_S = 30.0
 QUEUE = "profile.nkisim.trn1"
@@ -32,7 +34,7 @@ def task() -> TaskSpec:
     return load_task(NKI_LEGACY_SUITE / "silu")
 
 
-def profiler(queue: MemoryJobQueue, stop: threading.Event | None = None) -> QueuedProfiler:
+def profiler(queue: JobQueue, stop: threading.Event | None = None) -> QueuedProfiler:
     return QueuedProfiler(
         queue,
         backend_name="nkisim",
@@ -167,7 +169,7 @@ def test_a_broken_backend_ends_the_worker_and_leaves_its_job_pending(
     thread.join(WAIT_S)
     assert not thread.is_alive()  # ended by the error, stop was never set
     assert isinstance(thread.failure, BackendUnavailable)
-    assert queue.counts() == {"pending": 1, "running": 0, "done": 0}
+    assert queue.counts() == {"pending": 1, "running": 0, "done": 0, "failed": 0}
 
 
 def test_a_task_without_the_daemons_shape_set_submits_no_job(task: TaskSpec) -> None:
@@ -221,3 +223,36 @@ def test_a_halted_worker_takes_no_new_job_and_serves_again_once_the_halt_lifts(
         thread.join(WAIT_S)
     assert not thread.is_alive()
     assert thread.failure is None
+
+
+def test_a_job_whose_backend_breaks_on_every_device_is_given_up_as_a_job_failed_result(
+    task: TaskSpec, tmp_path: Path, fresh_sqlite_url: Callable[[], str]
+) -> None:
+    def make_backend() -> Backend:
+        raise BackendUnavailable("neuron: the device is gone")
+
+    engine = make_engine(fresh_sqlite_url())
+    try:
+        queue = SqlJobQueue(engine)  # a real SQLite file; GiveUp's defaults: 3 runs, 2 devices
+        profiled: list[KernelResult] = []
+        waiter = threading.Thread(
+            target=lambda: profiled.append(
+                profiler(queue).profile(task, "source", job_id="profile|silu|1")
+            )
+        )
+        waiter.start()
+        for device in ("w0", "w1", "w0"):  # each worker ends at the error, as the daemon's do
+            stop = threading.Event()
+            thread = Worker(device, queue, make_backend, workdir=tmp_path, stop=stop)
+            thread.start()
+            thread.join(WAIT_S)
+            assert isinstance(thread.failure, BackendUnavailable)
+        waiter.join(WAIT_S)
+        assert not waiter.is_alive()  # the search's wait ended: no crash, no hang
+        assert queue.counts() == {"pending": 0, "running": 0, "done": 0, "failed": 1}
+        (result,) = profiled
+        assert (result.correct, result.error_kind) == (False, "job_failed")
+        assert "3 runs on w0, w1" in result.message
+        assert "BackendUnavailable: neuron: the device is gone" in result.message
+    finally:
+        engine.dispose()

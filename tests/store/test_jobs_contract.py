@@ -217,13 +217,13 @@ def test_submit_is_idempotent_by_job_id_in_every_state(queue: JobQueue) -> None:
     job = queue.get("a")
     assert job is not None
     assert (job.payload, job.priority, job.queue) == ({"version": 1}, 1.0, QUEUE)
-    assert queue.counts() == {"pending": 1, "running": 0, "done": 0}
+    assert queue.counts() == {"pending": 1, "running": 0, "done": 0, "failed": 0}
 
     held = Blocking()
     with Server(queue, held):
         held.held()
         submit(queue, "a", 1.0, version=3)  # while running
-        assert queue.counts() == {"pending": 0, "running": 1, "done": 0}
+        assert queue.counts() == {"pending": 0, "running": 1, "done": 0, "failed": 0}
         held.go.set()
         assert queue.result("a", WAIT_S) is not None
     finished = queue.get("a")
@@ -232,7 +232,7 @@ def test_submit_is_idempotent_by_job_id_in_every_state(queue: JobQueue) -> None:
     assert finished is not None
     assert finished.state == "done"
     assert finished.payload == {"version": 1}
-    assert queue.counts() == {"pending": 0, "running": 0, "done": 1}
+    assert queue.counts() == {"pending": 0, "running": 0, "done": 1, "failed": 0}
 
 
 def test_payloads_no_database_could_store_are_refused(queue: JobQueue) -> None:
@@ -256,7 +256,7 @@ def test_the_highest_priority_runs_first_then_the_oldest(
     submit(queue, "below-zero", -1.0)
     order = serve_until(queue, 5)
     assert order == ["urgent", "b-oldest", "a-newer", "low", "below-zero"]
-    assert queue.counts() == {"pending": 0, "running": 0, "done": 5}
+    assert queue.counts() == {"pending": 0, "running": 0, "done": 5, "failed": 0}
 
 
 @ONE_HOST
@@ -272,7 +272,7 @@ def test_the_most_urgent_job_runs_first(queue: JobQueue, clock: ManualClock) -> 
     submit(queue, "below-zero", -1.0)
     order = serve_until(queue, 6)
     assert order == ["urgent", "b-oldest", "a-newer", "c-newer", "low", "below-zero"]
-    assert queue.counts() == {"pending": 0, "running": 0, "done": 6}
+    assert queue.counts() == {"pending": 0, "running": 0, "done": 6, "failed": 0}
 
 
 def test_the_handler_sees_its_job_claimed_and_its_result_is_kept(queue: JobQueue) -> None:
@@ -393,7 +393,7 @@ def test_a_failing_handler_leaves_no_job_running_and_its_error_propagates(
 
     with pytest.raises(RuntimeError, match="backend broke on a"):
         queue.serve("w0", broken, stop=threading.Event(), idle_s=WAIT_S)
-    assert queue.counts() == {"pending": 2, "running": 0, "done": 0}
+    assert queue.counts() == {"pending": 2, "running": 0, "done": 0, "failed": 0}
     a, b = queue.get("a"), queue.get("b")
     assert a is not None
     assert b is not None
@@ -406,7 +406,7 @@ def test_a_result_that_cannot_be_stored_leaves_the_job_pending(queue: JobQueue) 
     submit(queue, "a")
     with pytest.raises(InvalidPayload, match="result of job 'a'"):
         queue.serve("w0", lambda job: {"ms": float("inf")}, stop=threading.Event(), idle_s=1.0)
-    assert queue.counts() == {"pending": 1, "running": 0, "done": 0}
+    assert queue.counts() == {"pending": 1, "running": 0, "done": 0, "failed": 0}
 
 
 def test_stop_ends_an_idle_serve_promptly(queue: JobQueue) -> None:
@@ -441,7 +441,7 @@ def test_stop_ends_serve_after_the_job_in_hand(queue: JobQueue) -> None:
 
 
 def test_counts_name_every_state(queue: JobQueue) -> None:
-    assert queue.counts() == {"pending": 0, "running": 0, "done": 0}
+    assert queue.counts() == {"pending": 0, "running": 0, "done": 0, "failed": 0}
     submit(queue, "done", 2.0)
     serve_until(queue, 1)
     submit(queue, "running", 1.0)
@@ -449,10 +449,10 @@ def test_counts_name_every_state(queue: JobQueue) -> None:
     held = Blocking(then=cancel)
     with Server(queue, held) as server:
         held.held()
-        assert queue.counts() == {"pending": 1, "running": 1, "done": 1}
+        assert queue.counts() == {"pending": 1, "running": 1, "done": 1, "failed": 0}
         server.stop.set()
         held.go.set()
-    assert queue.counts() == {"pending": 2, "running": 0, "done": 1}
+    assert queue.counts() == {"pending": 2, "running": 0, "done": 1, "failed": 0}
 
 
 @ONE_HOST
@@ -467,10 +467,10 @@ def test_requeue_running_puts_running_jobs_back(queue: JobQueue) -> None:
         a = queue.get("a")
         assert a is not None
         assert (a.state, a.worker, a.attempts) == ("pending", None, 1)
-        assert queue.counts() == {"pending": 2, "running": 0, "done": 0}
+        assert queue.counts() == {"pending": 2, "running": 0, "done": 0, "failed": 0}
         server.stop.set()
         held.go.set()
-    assert queue.counts() == {"pending": 2, "running": 0, "done": 0}
+    assert queue.counts() == {"pending": 2, "running": 0, "done": 0, "failed": 0}
 
 
 def test_prune_forgets_only_jobs_finished_long_enough_ago(
@@ -491,7 +491,7 @@ def test_prune_forgets_only_jobs_finished_long_enough_ago(
     waiting = queue.get("waiting")  # as old as any, but never finished
     assert waiting is not None
     assert waiting.state == "pending"
-    assert queue.counts() == {"pending": 1, "running": 0, "done": 0}
+    assert queue.counts() == {"pending": 1, "running": 0, "done": 0, "failed": 0}
 
 
 def test_the_listing_shows_every_job_newest_first_without_its_documents(
@@ -547,7 +547,7 @@ def test_maintenance_is_named_periodic_and_changes_nothing_on_a_healthy_queue(
         assert name
         assert every_s > 0
         function()
-    assert queue.counts() == {"pending": 1, "running": 0, "done": 1}
+    assert queue.counts() == {"pending": 1, "running": 0, "done": 1, "failed": 0}
     assert serve_until(queue, 1) == ["waiting"]
     waiting = queue.get("waiting")
     assert waiting is not None
@@ -572,7 +572,7 @@ def test_the_memory_queue_records_its_calls_and_resets() -> None:
     queue.reset()
     assert queue.calls == []
     assert queue.get("a") is None
-    assert queue.counts() == {"pending": 0, "running": 0, "done": 0}
+    assert queue.counts() == {"pending": 0, "running": 0, "done": 0, "failed": 0}
 
 
 # --- the SQL adapter's own part ------------------------------------------------------------
@@ -625,9 +625,9 @@ def test_a_writer_holding_sqlite_too_long_gives_store_busy(
         holder.execute("ROLLBACK")
     finally:
         holder.close()
-    assert queue.counts() == {"pending": 1, "running": 0, "done": 0}
+    assert queue.counts() == {"pending": 1, "running": 0, "done": 0, "failed": 0}
     serve_until(queue, 1)
-    assert queue.counts() == {"pending": 0, "running": 0, "done": 1}
+    assert queue.counts() == {"pending": 0, "running": 0, "done": 1, "failed": 0}
 
 
 def test_driver_errors_become_store_errors_naming_the_database(
@@ -668,3 +668,77 @@ def test_open_queue_picks_the_adapter_of_the_database(
             assert queue.result("a", WAIT_S) is not None
     finally:
         queue.close()
+
+
+def fail_once_on(queue: JobQueue, worker: str) -> None:
+    """One run of the pending job on `worker`, failed by the infrastructure (a backend that
+    broke: the handler raises)."""
+
+    def broken(job: Job) -> dict[str, Any]:
+        raise RuntimeError(f"device {worker} lost")
+
+    with pytest.raises(RuntimeError, match="lost"):
+        queue.serve(worker, broken, stop=threading.Event(), idle_s=WAIT_S)
+
+
+@ONE_HOST
+def test_a_job_failing_every_run_on_two_devices_ends_failed_and_its_waiter_gets_it(
+    queue: JobQueue,
+) -> None:
+    submit(queue, "a")
+    for worker in ("w0", "w1"):
+        fail_once_on(queue, worker)
+    assert queue.counts() == {"pending": 1, "running": 0, "done": 0, "failed": 0}
+    fail_once_on(queue, "w0")  # the third run (GiveUp's default), the second device seen
+    assert queue.counts() == {"pending": 0, "running": 0, "done": 0, "failed": 1}
+    failed = queue.result("a", WAIT_S)
+    assert failed is not None
+    assert (failed.state, failed.result, failed.attempts) == ("failed", None, 3)
+    assert [run.worker for run in failed.failed_runs] == ["w0", "w1", "w0"]
+    assert failed.failed_runs[-1].error == "RuntimeError: device w0 lost"
+    submit(queue, "b")  # newer: a pending "a" would run first
+    assert serve_until(queue, 1) == ["b"]  # terminal: no worker runs "a" again
+    assert {e.job.job_id: e.status for e in queue.listing()} == {"a": "failed", "b": "done"}
+
+
+@ONE_HOST
+def test_failed_runs_on_one_device_alone_wait_for_a_second(queue: JobQueue) -> None:
+    submit(queue, "a")
+    for _run in range(4):
+        fail_once_on(queue, "w0")
+    job = queue.get("a")
+    assert job is not None
+    assert (job.state, len(job.failed_runs)) == ("pending", 4)
+
+
+@ONE_HOST
+def test_a_job_that_fails_once_and_then_succeeds_is_done(queue: JobQueue) -> None:
+    submit(queue, "a")
+    fail_once_on(queue, "w0")
+    assert serve_until(queue, 1) == ["a"]
+    job = queue.get("a")
+    assert job is not None
+    assert (job.state, [r.worker for r in job.failed_runs]) == ("done", ["w0"])
+    assert job.result is not None
+
+
+@ONE_HOST
+def test_a_worker_that_died_under_a_job_counts_as_a_failed_run(queue: JobQueue) -> None:
+    submit(queue, "a")
+    fail_once_on(queue, "w0")
+    fail_once_on(queue, "w1")
+    started, finish = threading.Event(), threading.Event()
+
+    def held(job: Job) -> dict[str, Any]:
+        started.set()
+        assert finish.wait(WAIT_S)
+        return {"late": True}
+
+    with Server(queue, held, worker="w1"):
+        assert started.wait(WAIT_S)
+        assert queue.requeue_running(worker="w1") == 1  # as if w1's process were gone
+        finish.set()  # its late result must not turn the failed job done
+    job = queue.get("a")
+    assert job is not None
+    assert (job.state, job.result) == ("failed", None)
+    assert job.failed_runs[-1].error == "its worker died while running it"
