@@ -2,7 +2,8 @@
 # What the GPU numbers and GPU test runs were made with, on the device tool's GPU machine (its
 # Python holds torch and triton; the project's other dependencies travel as wheels in .whl,
 # and bubblewrap with its libraries in .devbin, for an image that has none):
-#   bench/gpu_session.sh tests [PYTEST ARGS...]  the GPU tests (skipped in CI)
+#   bench/gpu_session.sh tests [PYTEST ARGS...]  the GPU tests (skipped in CI), and the triton
+#                                                backend's own tests on the GPU
 #   bench/gpu_session.sh bench [ARGS...]         accelopt bench gpu ARGS, JSON saved under $OUT
 #   bench/gpu_session.sh flashinfer              the FlashInfer-Bench round trip on this GPU: the
 #                                                test suite's made-up dataset imported, profiled
@@ -35,6 +36,7 @@ case "${1:-}" in
     tests)
         python3 -m pytest -q -p no:cacheprovider -o addopts="" --timeout=600 -rs \
             tests/nkibench/backends/test_triton_gpu.py tests/flashinfer/test_gpu_round_trip.py \
+            tests/nkibench/backends/test_triton_backend.py \
             "${@:2}" 2>&1 | tee "$OUT/tests.log"
         ;;
     bench)

@@ -25,13 +25,10 @@ The known cheats of GPU kernel benchmarks, and what catches each here:
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import torch
 
-from nkibench.backends.triton.torch_guard import trusted
 from nkibench.errors import KernelError
 
 __all__ = [
@@ -41,7 +38,7 @@ __all__ = [
     "count_poison",
     "forbid_streams",
     "inputs_changed",
-    "poisoned_allocations",
+    "poison",
     "snapshot",
 ]
 
@@ -61,7 +58,9 @@ POISON: dict[torch.dtype, tuple[torch.dtype, int]] = {
 }
 
 
-def _poison(tensor: torch.Tensor) -> torch.Tensor:
+def poison(tensor: torch.Tensor) -> torch.Tensor:
+    """`tensor` filled with its dtype's poison (nkibench.backends.triton.canaries fills every
+    `empty` allocation of a checked run with it)."""
     if tensor.dtype in POISON and tensor.numel():
         int_dtype, pattern = POISON[tensor.dtype]
         tensor.view(int_dtype).fill_(pattern)
@@ -74,31 +73,6 @@ def count_poison(tensor: torch.Tensor) -> int:
         return 0
     int_dtype, pattern = POISON[tensor.dtype]
     return int((tensor.contiguous().view(int_dtype) == pattern).sum().item())
-
-
-@contextlib.contextmanager
-def poisoned_allocations() -> Iterator[None]:
-    """Within: torch.empty, empty_like, empty_strided and Tensor.new_empty return poison."""
-    originals = {name: getattr(torch, name) for name in ("empty", "empty_like", "empty_strided")}
-    new_empty = torch.Tensor.new_empty
-
-    def wrap(allocate: Any) -> Any:
-        def poisoned(*args: Any, **kwargs: Any) -> torch.Tensor:
-            tensor = allocate(*args, **kwargs)
-            with trusted():
-                return _poison(tensor)
-
-        return poisoned
-
-    for name, allocate in originals.items():
-        setattr(torch, name, wrap(allocate))
-    torch.Tensor.new_empty = wrap(new_empty)  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        for name, allocate in originals.items():
-            setattr(torch, name, allocate)
-        torch.Tensor.new_empty = new_empty  # type: ignore[method-assign]
 
 
 def snapshot(values: list[Any]) -> list[Any]:

@@ -20,9 +20,11 @@ import os
 from typing import Any
 
 import numpy as np
+import torch
 import triton.language as tl
 from triton.runtime import interpreter
 
+from nkibench.backends.triton.tensors import extent
 from nkibench.backends.triton.torch_guard import trusted
 from nkibench.errors import KernelError
 
@@ -42,14 +44,16 @@ _ranges: list[tuple[int, int, int]] = []
 
 
 def _record_ranges(args: list[Any], kwargs: dict[str, Any]) -> None:
+    """Each tensor argument's own elements, from its first to its last: not its whole
+    storage, whose rest may be another tensor's, or the guard bands around it
+    (nkibench.backends.triton.canaries)."""
     _ranges.clear()
     values = [*args, *kwargs.values()]
     for index, value in enumerate(values):
         for tensor in value if isinstance(value, tuple) else (value,):
-            if hasattr(tensor, "untyped_storage"):
-                storage = tensor.untyped_storage()
-                start = storage.data_ptr()
-                _ranges.append((start, start + storage.nbytes(), index))
+            if isinstance(tensor, torch.Tensor):
+                start = tensor.data_ptr()
+                _ranges.append((start, start + extent(tensor) * tensor.element_size(), index))
 
 
 def _check(ptrs: Any, mask: Any, what: str) -> None:

@@ -36,6 +36,7 @@ import triton
 from safetensors import safe_open
 from triton.compiler.errors import CompilationError
 
+from nkibench.backends.triton.canaries import Canaries
 from nkibench.backends.triton.ceilings import measure_ceilings
 from nkibench.backends.triton.guards import (
     Cheat,
@@ -44,7 +45,7 @@ from nkibench.backends.triton.guards import (
     count_poison,
     forbid_streams,
     inputs_changed,
-    poisoned_allocations,
+    poison,
     snapshot,
 )
 from nkibench.backends.triton.interpreter import install_interpreter_fixes, interpreting
@@ -218,6 +219,8 @@ class Loaded:
         self.output_names = _names(request, "output_names")
         self.by_name = takes_names(run, self.input_names)
         """Whether run() takes the inputs by keyword (nkibench.sandbox.values)."""
+        self.canaries = Canaries()
+        """The guard bands around its inputs and what its checked runs allocate."""
 
     def call(self, args: list[Any]) -> Any:
         """run() on `args`, by keyword where it takes the inputs' names."""
@@ -266,11 +269,12 @@ def _load(request: dict[str, Any]) -> tuple[Loaded | None, dict[str, Any] | None
 
 def _checked_run(kernel: Loaded, args: list[Any], device: str) -> tuple[list[Any], list[int], int]:
     """One guarded run: poisoned allocations, torch only allocating and viewing, the stream
-    kept, plain tensors returned, inputs and modules unchanged. Returns the outputs, per
+    kept, plain tensors returned, no write outside a buffer (nkibench.backends.triton.canaries),
+    inputs and modules unchanged. Returns the outputs, per
     output the elements never written, and the Triton launches it made."""
     copies = snapshot(args)
     stream = torch.cuda.current_stream() if device == "cuda" else None
-    with poisoned_allocations():
+    with kernel.canaries.allocations(poison):
         produced = kernel.guarded(args)
     kernel.modules.verify()
     if device == "cuda":
@@ -279,6 +283,7 @@ def _checked_run(kernel: Loaded, args: list[Any], device: str) -> tuple[list[Any
         stream.synchronize()  # the timed stream only: a side stream's work is not waited for
     outputs = ordered(produced, kernel.output_names, "run()'s result")
     check_outputs(outputs)
+    kernel.canaries.check(args, outputs, kernel.input_names, kernel.output_names)
     changed = inputs_changed(args, copies)
     if changed:
         raise Cheat(f"the kernel modified its input(s) {changed}: inputs must be left as given")
@@ -335,7 +340,8 @@ def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
         # remembers results by address returns the last seed's answer, and fails. Where it
         # may read integer inputs on the host, each seed's run follows a decoy run on the same
         # integers: a kernel that remembers results by them returns the decoy's.
-        home = _into(home, _arguments(request, seed, device))
+        values = _arguments(request, seed, device)
+        home = kernel.canaries.guard_inputs(values) if home is None else _into(home, values, kernel)
         args = home
         try:
             if _decoys(args):
@@ -362,14 +368,13 @@ def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _into(home: list[Any] | None, values: list[Any]) -> list[Any]:
-    if home is None:
-        return values
+def _into(home: list[Any], values: list[Any], kernel: Loaded) -> list[Any]:
+    """`values` copied into the buffers of `home` where they fit, else guarded anew."""
     for i, (buffer, value) in enumerate(zip(home, values, strict=True)):
         if is_tensor(buffer) and buffer.shape == value.shape and buffer.dtype == value.dtype:
             buffer.copy_(value)
         else:
-            home[i] = value
+            home[i] = kernel.canaries.guard_inputs([value])[0]
     return home
 
 
@@ -392,7 +397,8 @@ def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
     kernel, failure = _load(request)
     if kernel is None:
         return failure or {}
-    sets = [_arguments(request, s, device) for s in request["seeds"]]
+    # guarded like the checked runs' inputs: the re-verification checks its runs in sets[0]
+    sets = [kernel.canaries.guard_inputs(_arguments(request, s, device)) for s in request["seeds"]]
     copies = [snapshot(args) for args in sets]
     try:
         stats = timer.measure(lambda i: kernel.call(sets[i % len(sets)]))

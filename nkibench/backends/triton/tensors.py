@@ -13,7 +13,7 @@ import ml_dtypes
 import numpy as np
 import torch
 
-__all__ = ["is_tensor", "to_numpy", "to_torch", "upcast"]
+__all__ = ["extent", "is_tensor", "to_numpy", "to_torch", "upcast"]
 
 _BITS = {
     torch.bfloat16: (np.dtype(ml_dtypes.bfloat16), torch.int16, np.int16),
@@ -26,6 +26,14 @@ LOW_PRECISION = (torch.bfloat16, torch.float16, torch.float8_e4m3fn, torch.float
 
 def is_tensor(value: Any) -> bool:
     return isinstance(value, torch.Tensor)
+
+
+def extent(tensor: torch.Tensor) -> int:
+    """The elements from a tensor's first to its last, both included (its strides' reach in
+    its storage; 0 for an empty tensor)."""
+    if tensor.numel() == 0:
+        return 0
+    return 1 + sum((s - 1) * abs(st) for s, st in zip(tensor.shape, tensor.stride(), strict=True))
 
 
 def to_numpy(tensor: torch.Tensor) -> np.ndarray[Any, Any]:

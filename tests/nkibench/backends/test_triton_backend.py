@@ -1,5 +1,7 @@
-"""The triton backend without a GPU (as CI runs it): every GPU-suite baseline is correct under
-Triton's CPU interpreter at its small shapes, and planted cheats and bugs are caught."""
+"""The triton backend as this host has it: without a GPU (as CI runs it) under Triton's CPU
+interpreter, on a GPU where there is one (bench/gpu_session.sh runs this module there too):
+every GPU-suite baseline is correct at its small shapes, and planted cheats and bugs are
+caught."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from tests.support.triton_helpers import GPU_TASKS, SILU, planted, triton_backen
 
 __all__ = ["triton_backend"]
 
-pytestmark = pytest.mark.slow
+# on a GPU host, xdist's workers take turns at it with the GPU modules' tests
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("gpu_turn")]
 
 
 @pytest.mark.parametrize("name", GPU_TASKS)
@@ -46,21 +49,31 @@ def test_every_check_draws_fresh_seeds(triton_backend: TritonBackend) -> None:
     assert not set(first.seeds) & set(second.seeds)
 
 
+CANARY_OUTPUT = "wrote past the end of output 0: 64 element(s), at offsets 0-63"
+CANARY_INPUT = "wrote past the end of input 0: 16 element(s), at offsets 0-15"
+
+
 @pytest.mark.parametrize(
-    ("kernel", "kind", "words"),
+    ("kernel", "kind", "words", "gpu_words"),
     [
-        ("mutates_input", "cheat", "modified its input(s) [0]"),
-        ("unwritten_tail", "incorrect", "never written"),
-        ("cached_result", "incorrect", "relative L2 error"),
-        ("side_stream", "rejected", "torch.cuda.Stream"),
-        ("out_of_bounds", "runtime", "out-of-bounds load"),
+        ("mutates_input", "cheat", "modified its input(s) [0]", "modified its input(s) [0]"),
+        ("unwritten_tail", "incorrect", "never written", "never written"),
+        ("cached_result", "incorrect", "relative L2 error", "relative L2 error"),
+        ("side_stream", "rejected", "torch.cuda.Stream", "torch.cuda.Stream"),
+        # a GPU reads past the end quietly: the interpreter checks every access
+        ("out_of_bounds", "runtime", "out-of-bounds load", None),
+        # a stray write: the interpreter's check, and on a GPU the guard bands
+        ("writes_past_output", "runtime", "out-of-bounds store", CANARY_OUTPUT),
+        ("writes_past_input", "runtime", "out-of-bounds store", CANARY_INPUT),
     ],
 )
 def test_planted_cheats_and_bugs_are_caught(
-    kernel: str, kind: str, words: str, triton_backend: TritonBackend
+    kernel: str, kind: str, words: str, gpu_words: str | None, triton_backend: TritonBackend
 ) -> None:
-    if kernel == "out_of_bounds" and triton_backend.host.gpu is not None:
-        pytest.skip("bounds are checked under the interpreter; a GPU reads past the end quietly")
+    if triton_backend.host.gpu is not None:
+        if gpu_words is None:
+            pytest.skip("caught under the interpreter only")
+        words = gpu_words
     task = load_task(SILU)
     result = check_kernel(
         task, backend=triton_backend, shapes="medium", kernel_source=planted(kernel)

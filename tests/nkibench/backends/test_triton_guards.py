@@ -13,11 +13,12 @@ pytest.importorskip("torch")  # first: the module is skipped without torch
 
 import torch
 
+from nkibench.backends.triton.canaries import Canaries
 from nkibench.backends.triton.guards import (
     Cheat,
     ModuleSnapshot,
     check_outputs,
-    poisoned_allocations,
+    poison,
 )
 from nkibench.backends.triton.torch_guard import (
     ALLOWED_OPS,
@@ -172,7 +173,7 @@ def test_the_harness_own_ops_are_trusted() -> None:
     with TorchComputeGuard():
         with trusted():
             (x * 2).sum()
-        with poisoned_allocations():
+        with Canaries().allocations(poison):
             out = torch.empty_like(x)
     assert torch.isnan(out).all()
     assert "fill_" not in ALLOWED_OPS
