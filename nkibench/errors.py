@@ -7,6 +7,7 @@ root of their own; the CLI renders them like accelopt's errors.
 from typing import ClassVar, Literal
 
 __all__ = [
+    "CHILD_ERROR_KINDS",
     "ERROR_KINDS",
     "BackendUnavailable",
     "ConstraintViolation",
@@ -53,6 +54,10 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
     "task",
     "job_failed",
 )
+CHILD_ERROR_KINDS: tuple[ErrorKind, ...] = tuple(k for k in ERROR_KINDS if k != "job_failed")
+"""The kinds a sandboxed child may report. `job_failed` is the daemon's alone: it says no
+verdict was reached, which spares a promoted kernel its demotion, so a kernel that could
+report it of itself would never be demoted."""
 
 
 class NkiBenchError(Exception):

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from nkibench.errors import ERROR_KINDS
+from nkibench.errors import CHILD_ERROR_KINDS
 from nkibench.sandbox.values import NAME
 from nkibench.task.counts import checked_counts
 
@@ -53,7 +53,7 @@ def decode(raw: bytes | None, limit: int) -> dict[str, Any]:
     if not isinstance(value, dict) or not isinstance(value.get("ok"), bool):
         raise MalformedResult("a result without a boolean `ok`")
     if not value["ok"]:
-        _need(value.get("kind", "task") in ERROR_KINDS, "a failure of an unknown kind")
+        _need(value.get("kind", "task") in CHILD_ERROR_KINDS, "a failure of an unknown kind")
         _need(isinstance(value.get("message"), str), "a failure without a message")
         line = value.get("line")
         _need(line is None or _integer(line), "a failure whose line is not a number")

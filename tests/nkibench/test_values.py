@@ -3,6 +3,7 @@ parent checks what a child says about them; no child runs here."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from nkibench.policy.tolerance import Tolerance
 from nkibench.sandbox.arrays import load_array, restore, save_array, value_spec
 from nkibench.sandbox.readback import UnsafeFile
 from nkibench.sandbox.reference import FIXED_SEED, reference_phase
-from nkibench.sandbox.results import MalformedResult, check_manifest
+from nkibench.sandbox.results import MalformedResult, check_manifest, decode
 from nkibench.sandbox.values import call, named, ordered, takes_names
 
 
@@ -264,3 +265,12 @@ def test_a_fixed_input_that_is_not_one_or_changes_shape_is_the_tasks_error(
     assert not result["ok"]
     assert result["kind"] == "task"
     assert said in result["message"], result["message"]
+
+
+def test_a_child_cannot_report_that_no_verdict_was_reached() -> None:
+    """`job_failed` spares a promoted kernel its demotion: the daemon's to say, never a
+    child's (a kernel reporting it of itself would stay in the library for good)."""
+    failure = {"ok": False, "kind": "incorrect", "message": "off by one"}
+    assert decode(json.dumps(failure).encode(), 1 << 20)["kind"] == "incorrect"
+    with pytest.raises(MalformedResult, match="a failure of an unknown kind"):
+        decode(json.dumps({**failure, "kind": "job_failed"}).encode(), 1 << 20)
