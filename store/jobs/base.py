@@ -233,8 +233,11 @@ class JobQueue(ABC):
     @abstractmethod
     def requeue_running(self, worker: str | None = None) -> int:
         """Put every running job back to pending (or only `worker`'s: a dead worker's, before
-        another takes its place) and return how many (at start: a dead process's jobs). Each
-        is a failed run on its worker (it died under the job), so a job may end failed."""
+        another takes its place) and return how many (at start: a dead process's jobs). A
+        dead worker's job counts a failed run on it (it died under the job), so the job may
+        end failed; a dead process's does not: a daemon killed, restarted past its memory
+        ceiling or cut off by a power loss says nothing of the jobs it was running, and a
+        daemon killed three times would otherwise give up on every job it had running."""
 
     @abstractmethod
     def counts(self) -> dict[JobState, int]:

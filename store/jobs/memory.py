@@ -173,7 +173,10 @@ class MemoryJobQueue(ClaimingQueue):
             ]
             for entry in running:
                 assert entry.job.worker is not None  # a running job has its worker
-                self._put_back(entry, FailedRun(entry.job.worker, WORKER_DIED))
+                if worker is None:  # see JobQueue.requeue_running: no failed run
+                    self._update(entry, state="pending", worker=None)
+                else:
+                    self._put_back(entry, FailedRun(entry.job.worker, WORKER_DIED))
         self._wake()
         return len(running)
 

@@ -249,7 +249,14 @@ class SqlJobQueue(ClaimingQueue):
                 .with_for_update()
             ).all()
             for row in running:
-                self._put_back(connection, row, FailedRun(row.worker, WORKER_DIED), devices)
+                if worker is None:  # see JobQueue.requeue_running: no failed run
+                    connection.execute(
+                        jobs.update()
+                        .where(jobs.c.job_id == row.job_id)
+                        .values(state="pending", worker=None, updated_at=self._clock())
+                    )
+                else:
+                    self._put_back(connection, row, FailedRun(row.worker, WORKER_DIED), devices)
         self._wake()
         return len(running)
 

@@ -742,3 +742,21 @@ def test_a_worker_that_died_under_a_job_counts_as_a_failed_run(queue: JobQueue) 
     assert job is not None
     assert (job.state, job.result) == ("failed", None)
     assert job.failed_runs[-1].error == "its worker died while running it"
+
+
+@ONE_HOST
+def test_a_dead_process_s_jobs_go_back_without_a_failed_run(queue: JobQueue) -> None:
+    """At start (no worker named), the jobs a killed daemon was running go back as they were:
+    its death says nothing of them (killed ten times, it must end like an uninterrupted run)."""
+    submit(queue, "a")
+    fail_once_on(queue, "w0")
+    fail_once_on(queue, "w1")  # one more failed run and it is given up
+    held = Blocking(then=cancel)
+    with Server(queue, held, worker="w1") as server:
+        held.held()
+        assert queue.requeue_running() == 1  # as if the whole process were gone
+        server.stop.set()
+        held.go.set()
+    job = queue.get("a")
+    assert job is not None
+    assert (job.state, len(job.failed_runs)) == ("pending", 2)
