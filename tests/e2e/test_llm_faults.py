@@ -41,7 +41,7 @@ KEY = "sk-fault/suite+key=7Zq~?>0c9f3e1d"
 """The endpoint's key: long enough to be scrubbed (8 characters or more), with characters that
 percent-encoding changes, and base64 of it holds `+` and `/` at every alignment, so that the two
 base64 alphabets differ."""
-AGENTS = [*search_args(iterations=1, beam=1, plans=2, samples=1), "--fixer-attempts", "0"]
+AGENTS = search_args(iterations=1, beam=1, plans=2, samples=1)
 """One iteration of two plans: the planner's call of seed 0 is answered as agent_script does,
 the faults go to the call of seed 1 (and the search still ends on its seed-0 plan)."""
 MB = 1 << 20
@@ -104,14 +104,18 @@ class Planner:
 
 @contextmanager
 def faulty_daemon(
-    tmp_path: Path, script: Callable[[Request], Reply], **settings: str
+    tmp_path: Path,
+    script: Callable[[Request], Reply],
+    fixer_attempts: int = 0,
+    **settings: str,
 ) -> Iterator[Run]:
     """The daemon on silu against `script`; when the block ends, SIGTERM, which must end it
     with status 0 within DRAIN_LIMIT_S, and no form of the key may be in its database file or
     its log."""
     with running_llm(script) as llm:
         env = {**agent_script.llm_env(llm.url), "ACCELOPT_LLM_API_KEY": KEY, **settings}
-        daemon = DaemonProcess(tmp_path, *AGENTS, env=env)
+        search = [*AGENTS, "--fixer-attempts", str(fixer_attempts)]
+        daemon = DaemonProcess(tmp_path, *search, env=env)
         daemon.drop(SUITE / "silu", "silu")
         daemon.start()
         run = Run(daemon, llm)
@@ -211,6 +215,39 @@ def test_a_hanging_call_is_timed_out_and_sigterm_does_not_wait_for_it(tmp_path: 
     assert timed_out.call_id == planner.call_id
     # the drain left the hanging call behind (it is asked again at the next start)
     assert run.stop_s < 5.0, f"the stop waited {run.stop_s:.1f} s, as long as the call could"
+    assert run.finished() == []
+
+
+def test_sigterm_does_not_wait_for_a_hanging_fixer_call(tmp_path: Path) -> None:
+    """The executor writes an incorrect kernel, and the fixer asked to repair it never gets an
+    answer (the call's time limit is the default's order, far past the drain limit); SIGTERM
+    lands while the fixer's call hangs."""
+    release = threading.Event()
+    fixer_asked = threading.Event()
+
+    def script(request: Request) -> Reply:
+        if request.model == "fixer-model":
+            fixer_asked.set()
+            release.wait(120)  # past any limit of this test
+            return Reply(agent_script.fenced(agent_script.FAST))
+        if request.model == "executor-model":
+            return Reply(agent_script.fenced(agent_script.WRONG))
+        return agent_script.answer(request)
+
+    try:
+        with faulty_daemon(
+            tmp_path,
+            script,
+            fixer_attempts=1,
+            ACCELOPT_FIXER_MODEL="fixer-model",
+            ACCELOPT_LLM_TIMEOUT_S="600",
+        ) as run:
+            assert fixer_asked.wait(60), "the fixer was never asked"
+    finally:
+        release.set()
+    # the drain left the hanging call behind (it is asked again at the next start)
+    assert run.stop_s < 5.0, f"the stop waited {run.stop_s:.1f} s for the fixer's call"
+    assert not [c for c in run.calls() if c.role == "fixer"]  # nothing answered it
     assert run.finished() == []
 
 
