@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -320,14 +321,14 @@ def test_a_megabyte_of_newlines_is_recorded_billed_and_refused(tmp_path: Path) -
 
 @pytest.mark.parametrize("usage", ["missing", "negative"])
 def test_a_budget_holds_against_usage_that_is_missing_or_negative(
-    tmp_path: Path, usage: str
+    tmp_path: Path, usage: Literal["missing", "negative"]
 ) -> None:
     """Every answer omits `usage`, or reports -1,000,000 tokens: each count is estimated from
     the characters (over 3, rounded up), and the 4,000-token budget ends the search."""
 
     def script(request: Request) -> Reply:
         reply = agent_script.answer(request)
-        return Reply(reply.text, usage=usage)  # type: ignore[arg-type]  # the parameter's values
+        return Reply(reply.text, usage=usage)
 
     with faulty_daemon(tmp_path, script, ACCELOPT_BUDGET_TOTAL_TOKENS="4000") as run:
         (finished,) = wait_until(run.finished, 120, "the search's end")
@@ -368,10 +369,13 @@ def test_the_key_echoed_back_is_kept_nowhere(tmp_path: Path, form: str) -> None:
     if form == "base64":
         bearer = bearer.replace("+", "-").replace("/", "_")
     attempts: defaultdict[str, int] = defaultdict(int)
+    lock = threading.Lock()  # the server answers each request on its own thread
 
     def script(request: Request) -> Reply:
-        attempts[request.call_id] += 1
-        if request.model == "planner-model" and attempts[request.call_id] == 1:
+        with lock:
+            attempts[request.call_id] += 1
+            first = attempts[request.call_id] == 1
+        if request.model == "planner-model" and first:
             error = {"error": {"message": f"invalid credentials: {bearer}", "type": "auth"}}
             return Reply(status=500, raw=json.dumps(error).encode())
         text = agent_script.answer(request).text.replace("```python\n", f"```python\n# {answer}\n")
