@@ -402,20 +402,25 @@ def fix(ctx: Context, iteration: int, failed: Kernel, attempt: int) -> str | Non
         error_kind=profile.error_kind or "failed",
         error=profile.error_message or "",
     )
-    try:
+    call_id = ids.fixer_call_id(ctx.record.search_id, failed.event.candidate_id, attempt)
+
+    def repair() -> str:
         answer = ctx.client.complete(
-            call_id=ids.fixer_call_id(ctx.record.search_id, failed.event.candidate_id, attempt),
-            role="fixer",
-            messages=messages,
-            task=ctx.task.name,
+            call_id=call_id, role="fixer", messages=messages, task=ctx.task.name
         )
-        code = extract_code(answer.text, answer.finish_reason, failed.source, ctx.entry_points)
-    except LLMError as e:
-        ctx.record.reject(cid, "llm_error", e.message)
+        return extract_code(answer.text, answer.finish_reason, failed.source, ctx.entry_points)
+
+    # on a step thread, as every other role's call: a search asked to stop leaves at once.
+    # Asked from the search's own thread, a fixer call that hung held a draining daemon past
+    # DRAIN_LIMIT_S (the call is asked again, by its id, at the next start).
+    (code,) = _parallel(ctx, [repair])
+    if isinstance(code, LLMError):
+        ctx.record.reject(cid, "llm_error", code.message)
         return None
-    except NoCode as e:
-        ctx.record.reject(cid, e.reason, e.message)
+    if isinstance(code, NoCode):
+        ctx.record.reject(cid, code.reason, code.message)
         return None
+    assert isinstance(code, str)  # _parallel returns no other exception
     return ctx.record.candidate(
         iteration=iteration,
         candidate=cid,
@@ -424,7 +429,7 @@ def fix(ctx: Context, iteration: int, failed: Kernel, attempt: int) -> str | Non
         parent=failed.event.parent_candidate_id,
         plan=failed.event.plan_id,
         sample=attempt,
-        call=answer.call_id,
+        call=call_id,
     )
 
 
