@@ -42,6 +42,7 @@ from nkibench.sandbox import results
 from nkibench.sandbox.folders import SessionFolders
 from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import RESULT_LIMIT, ChildOutcome, Limits, run_child
+from nkibench.sandbox.resources import HOST_MEMORY_FRACTION, host_memory_mb, memory_cap_mb
 from nkibench.sandbox.results import MalformedResult
 from nkibench.sandbox.static_check import check_source, violation_kind
 from nkibench.task.counts import COUNTS_FUNCTION, mean_counts
@@ -50,7 +51,15 @@ from nkibench.task.spec import TaskSpec, defined_function
 from nkibench.task.toml import FULL
 from nkibench.task.workloads import DATA_FILE_LIMIT
 
-__all__ = ["Inputs", "Session", "check_kernel", "fresh_seeds", "profile_kernel", "run_phase"]
+__all__ = [
+    "Inputs",
+    "Session",
+    "check_kernel",
+    "fresh_seeds",
+    "profile_kernel",
+    "run_phase",
+    "share_of_host",
+]
 
 CHILD = "nkibench.sandbox.child"
 """The module every sandboxed child runs (it imports the phase's function by name)."""
@@ -74,11 +83,14 @@ def run_phase(
     """Run one phase in a sandboxed child that sees a fresh folder of its own, writes `writes`
     and reads `reads` (folders made by `folders`, never a path a child made), and return its
     result. A child that died without a result, or handed back one the parent cannot use, is
-    a typed failure that says whose code it was (nkibench.harness.DEATH_KIND)."""
+    a typed failure that says whose code it was (nkibench.harness.DEATH_KIND); so is one whose
+    job's folders (all of `folders`) hold more than the limits' disk quota, even with a
+    result."""
     for folder in (*writes, *reads):
         if not folders.owns(folder):
             raise ValueError(f"{folder}: not a folder of this session (a child may have made it)")
     own = folders.fresh(name)
+    quota = folders.quota(limits.disk_mb)
     outcome = run_child(
         CHILD,
         {**request, "entry": phase.entry},
@@ -90,8 +102,11 @@ def run_phase(
         mounts=mounts,
         environment=environment,
         cancel=cancel,
+        quota=quota,
     )
-    if outcome.timed_out or outcome.flooded or (outcome.returncode and not outcome.result):
+    if outcome.over_quota or outcome.timed_out or outcome.flooded:
+        raise PhaseFailure(*_death(name, phase, outcome, limits))
+    if outcome.returncode and not outcome.result:
         raise PhaseFailure(*_death(name, phase, outcome, limits))
     try:
         return results.decode(outcome.result, RESULT_LIMIT)
@@ -117,6 +132,23 @@ def kernel_limits(limits: Limits, reference_s: float | None) -> Limits:
     return replace(limits, timeout_s=min(limits.timeout_s, measured))
 
 
+def share_of_host(
+    limits: Limits, jobs: int, host_mb: int | None = None
+) -> tuple[Limits, str | None]:
+    """`limits` with memory_mb at most one job's share of this host's memory (`host_mb`, or
+    measured) when `jobs` run at once, and a warning that says so where it was lowered."""
+    host = host_memory_mb() if host_mb is None else host_mb
+    cap = memory_cap_mb(host, jobs)
+    if limits.memory_mb is None or limits.memory_mb <= cap:
+        return limits, None
+    warning = (
+        f"memory_mb = {limits.memory_mb} is more than one job's share of this host: "
+        f"{HOST_MEMORY_FRACTION:.0%} of its {host} MB over {jobs} concurrent job(s); "
+        f"the job ran with memory_mb = {cap}"
+    )
+    return replace(limits, memory_mb=cap), warning
+
+
 DEATH_KIND: dict[PhaseOwner, ErrorKind] = {
     "kernel": "runtime",
     "task": "task",
@@ -137,6 +169,10 @@ def _death(name: str, phase: Phase, outcome: ChildOutcome, limits: Limits) -> tu
     kind = DEATH_KIND[phase.runs]
     # a limit the task's own code reaches is the task's failure, whatever the limit
     limit_kind: ErrorKind = "task" if phase.runs == "task" else "resource"
+    if outcome.over_quota:
+        return limit_kind, (
+            f"{who} left the job's work folders holding {outcome.over_quota} and was stopped"
+        )
     if outcome.timed_out:
         return ("timeout" if phase.runs == "kernel" else kind), (
             f"{who} ran past the {limits.timeout_s:g} s limit and was killed with its process group"
@@ -547,6 +583,7 @@ def _evaluate(
     workdir: Path | None,
     threads: int,
     limits: Limits | None,
+    jobs: int,
     cancel: threading.Event | None = None,
 ) -> KernelResult:
     if shapes == FULL and task.workloads:
@@ -561,6 +598,7 @@ def _evaluate(
             workdir=workdir,
             threads=threads,
             limits=limits,
+            jobs=jobs,
             cancel=cancel,
         )
     started = time.monotonic()
@@ -576,7 +614,7 @@ def _evaluate(
         task.name, backend.name, target, shapes, seeds=list(chosen_seeds), dialect=task.dialect
     )
     task.overrides(shapes)  # an unknown shape set is the caller's error, raised here
-    limits = limits or backend.limits(task, shapes, threads)
+    limits, capped = share_of_host(limits or backend.limits(task, shapes, threads), jobs)
     try:
         violations = check_source(
             source, KERNEL_FILE, task.dialect, torch_compute=task.allow_torch_compute
@@ -603,6 +641,8 @@ def _evaluate(
         result.error_kind = failure.kind
         result.message = recordable(failure.message)
         result.line = failure.line
+    if capped is not None:
+        result.warnings.insert(0, capped)
     result.fingerprint = backend.fingerprint(target)
     result.duration_s = time.monotonic() - started
     return result
@@ -653,8 +693,10 @@ def check_kernel(
     workdir: Path | None = None,
     threads: int = 1,
     limits: Limits | None = None,
+    jobs: int = 1,
 ) -> KernelResult:
-    """Check `kernel_source` (default: the task's kernel.py) for correctness on `backend`."""
+    """Check `kernel_source` (default: the task's kernel.py) for correctness on `backend`;
+    `jobs` run at once on this host (each gets at most its share of the host's memory)."""
     return _evaluate(
         task,
         backend,
@@ -667,6 +709,7 @@ def check_kernel(
         workdir=workdir,
         threads=threads,
         limits=limits,
+        jobs=jobs,
     )
 
 
@@ -682,11 +725,12 @@ def profile_kernel(
     workdir: Path | None = None,
     threads: int = 1,
     limits: Limits | None = None,
+    jobs: int = 1,
     cancel: threading.Event | None = None,
 ) -> KernelResult:
     """Check the kernel, then time it on `backend` (nkisim: an estimated latency) and put
     the latency against the task's roofline (% of peak). Raises Cancelled when `cancel` is
-    set while a child runs."""
+    set while a child runs; `jobs` run at once on this host, as in check_kernel."""
     return _evaluate(
         task,
         backend,
@@ -699,5 +743,6 @@ def profile_kernel(
         workdir=workdir,
         threads=threads,
         limits=limits,
+        jobs=jobs,
         cancel=cancel,
     )

@@ -223,7 +223,13 @@ class Daemon:
         if self.queue.spans_hosts:
             name = f"{platform.node()}/{name}"  # a device's name is fleet-wide
         return Worker(
-            name, self.queue, factory, workdir=workdir, stop=self.stopping, halt=self.halt
+            name,
+            self.queue,
+            factory,
+            workdir=workdir,
+            stop=self.stopping,
+            halt=self.halt,
+            jobs=len(self.opened.devices),  # one job per device at a time
         )
 
     def run(self) -> int:

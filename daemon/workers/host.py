@@ -188,7 +188,9 @@ def _handlers(
     )
     revisions = RevisionCopies(store, settings.state_dir() / "revisions")
     handlers: list[Handler] = [
-        _profiling(f"{options.host}/{device}", factory, workdir, stop, revisions)
+        _profiling(
+            f"{options.host}/{device}", factory, workdir, stop, revisions, jobs=len(options.devices)
+        )
         for device, (_, factory) in zip(options.devices, opened.devices, strict=True)
     ]
     return handlers, opened.target, isolation.describe()
@@ -225,11 +227,13 @@ def _profiling(
     workdir: Path,
     stop: threading.Event,
     revisions: RevisionCopies,
+    *,
+    jobs: int,
 ) -> Handler:
     def task_dir(job: Job) -> str:
         return revisions.folder(job.task, job.payload["revision"])
 
     return partial(
         profile_job, make_backend=factory, worker=worker, workdir=workdir, stop=stop,
-        task_dir=task_dir,
+        task_dir=task_dir, jobs=jobs,
     )  # fmt: skip

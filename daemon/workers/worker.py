@@ -51,16 +51,20 @@ class Worker(threading.Thread):
         workdir: Path,
         stop: threading.Event,
         halt: threading.Event | None = None,
+        jobs: int = 1,
     ) -> None:
         """`halt`, set while the worker must take no new job (its state disk under the
         floor, say), and whenever `stop` is: a running job goes on, and once `halt` is clear
-        again the worker serves again. Without one, `stop` alone halts."""
+        again the worker serves again. Without one, `stop` alone halts. `jobs`: how many
+        workers of this process run jobs at once (each job gets its share of the host's
+        memory)."""
         super().__init__(name=name, daemon=True)
         self.queue = queue
         self.make_backend = make_backend
         self.workdir = workdir
         self.stop = stop
         self.halt = halt or stop
+        self.jobs = jobs
         self.failure: Exception | None = None
 
     def run(self) -> None:
@@ -75,7 +79,12 @@ class Worker(threading.Thread):
 
     def _profile(self, job: Job) -> dict[str, Any]:
         return profile_job(
-            job, self.make_backend, worker=self.name, workdir=self.workdir, stop=self.stop
+            job,
+            self.make_backend,
+            worker=self.name,
+            workdir=self.workdir,
+            stop=self.stop,
+            jobs=self.jobs,
         )
 
 
@@ -87,10 +96,12 @@ def profile_job(
     workdir: Path,
     stop: threading.Event,
     task_dir: Callable[[Job], str] = lambda job: str(job.payload["task_dir"]),
+    jobs: int = 1,
 ) -> dict[str, Any]:
     """A profile job's work on one device: its result (KernelResult as JSON), or JobCancelled
     when `stop` ended the kernel's run. `task_dir` finds the job's task folder on this host (a
-    TaskError there is the job's `task` failure, as a broken folder is)."""
+    TaskError there is the job's `task` failure, as a broken folder is); `jobs` run at once
+    on this host (nkibench.harness.share_of_host)."""
     payload: dict[str, Any] = job.payload
     bound = structlog.contextvars.bound_contextvars(job_id=job.job_id, task=job.task, worker=worker)
     with bound:
@@ -107,6 +118,7 @@ def profile_job(
                 seeds=tuple(payload["seeds"]) if payload.get("seeds") else None,
                 target=payload["target"],
                 workdir=workdir,
+                jobs=jobs,
                 cancel=stop,
             )
         except Cancelled as e:

@@ -8,7 +8,8 @@ the root's descriptor (an existing name, a link included, is an error, not a fol
 and handed to the child's user with `fchown`/`fchmod` on a descriptor opened without following
 links. Binds name only these folders (`owns`), so bubblewrap never resolves a path that a child
 made. What children leave behind is removed with the tree (shutil.rmtree, which works on
-descriptors and never follows links).
+descriptors and never follows links). The root is also where the job's disk quota is measured
+(nkibench.sandbox.disk, from the root's descriptor: every child's folders together).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import shutil
 import tempfile
 from pathlib import Path
 from types import TracebackType
+
+from nkibench.sandbox.disk import DiskQuota
 
 __all__ = ["SessionFolders"]
 
@@ -56,6 +59,10 @@ class SessionFolders:
         path = self.root / unique
         self._made.add(path)
         return path
+
+    def quota(self, limit_mb: int) -> DiskQuota:
+        """The disk quota of everything under the root, measured from the root's descriptor."""
+        return DiskQuota(self._fd, limit_mb)
 
     def owns(self, path: Path) -> bool:
         """Whether `path` is one of the folders made here (the only paths a child is given)."""

@@ -5,20 +5,27 @@ An allow-list over Python source cannot be tight (every module reaches every oth
 attributes), so the boundary is the kernel's: new PID, IPC, network, UTS and cgroup namespaces;
 a mount namespace holding only read-only binds of the interpreter, its libraries and the Python
 packages the child imports, the task's folder read-only, its work directory read-write, a
-private /tmp, a fresh /proc that shows only the sandbox's own processes, and a minimal /dev
-(plus the GPU's or the NeuronCores' device nodes, for the backends that use them). The child
+private /tmp and /dev/shm of bounded size (tmpfs are memory: their sizes come out of the job's
+memory, nkibench.sandbox.resources), a fresh /proc that shows only the sandbox's own processes,
+and a minimal /dev (plus the GPU's or the NeuronCores' device nodes, for the backends that use
+them); the tmpfs that bubblewrap makes for / and /dev themselves are made read-only once the
+mounts are in place (the daemon's user owns them in a user namespace). The child
 dies with its parent (`--die-with-parent`), and all of the sandbox dies with the child, which
 is PID 2 of its namespace. Where the daemon runs as root, the child runs as an unprivileged
 user (nobody by default) with no capabilities; elsewhere as the daemon's own user, inside a
 user namespace, with none.
 
 Where bubblewrap cannot run, `Isolation.detect` refuses, unless the caller accepts the Python
-sandbox alone (`--unsafe-sandbox`), which it must then say loudly.
+sandbox alone (`--unsafe-sandbox`), which it must then say loudly. A bubblewrap older than
+MIN_BWRAP (no `--size`) is refused the same way: its tmpfs would be as large as half the
+host's memory, whatever the job's limit, and a sandbox that lets one job take the host is
+not one to fall back to quietly.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,12 +35,15 @@ from pathlib import Path
 from typing import Literal
 
 from nkibench.errors import NkiBenchError
+from nkibench.sandbox.resources import MemorySplit
 
-__all__ = ["Isolation", "Mounts", "SandboxUnavailable"]
+__all__ = ["Isolation", "Mounts", "SandboxUnavailable", "Tmpfs"]
 
 UNPRIVILEGED = (65534, 65534)
 """nobody:nogroup, the user a root daemon's children run as."""
 PROBE_TIMEOUT_S = 10.0
+MIN_BWRAP = (0, 8)
+"""The first bubblewrap with `--size` (the size of a tmpfs it mounts)."""
 SYSTEM_DIRECTORIES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SYSTEM_FILES = (
     "/etc/ld.so.cache",
@@ -79,6 +89,21 @@ class Mounts:
 
 
 @dataclass(frozen=True)
+class Tmpfs:
+    """The sizes of the sandbox's tmpfs, in bytes."""
+
+    tmp: int
+    shm: int
+
+    @classmethod
+    def of(cls, split: MemorySplit) -> Tmpfs:
+        return cls(split.tmp_mb * 1024 * 1024, split.shm_mb * 1024 * 1024)
+
+
+PROBE_TMPFS = Tmpfs(1024 * 1024, 1024 * 1024)
+
+
+@dataclass(frozen=True)
 class Isolation:
     kind: Literal["bubblewrap", "unsafe"]
     bwrap: str | None = None
@@ -104,7 +129,9 @@ class Isolation:
         """bubblewrap if it runs here; otherwise the unsafe fallback when allowed, else
         SandboxUnavailable."""
         found = _program("bwrap")
-        problem = "bubblewrap (bwrap) is not installed" if found is None else _trial(found)
+        problem = "bubblewrap (bwrap) is not installed" if found is None else _too_old(found)
+        if found is not None and problem is None:
+            problem = _trial(found)
         if problem is None:
             return cls("bubblewrap", bwrap=found)
         if allow_unsafe:
@@ -130,8 +157,10 @@ class Isolation:
         writable: Sequence[Path],
         read_only: Sequence[Path],
         mounts: Mounts,
+        tmpfs: Tmpfs,
     ) -> list[str]:
-        """`argv` wrapped so that it runs inside the sandbox (unchanged when unsafe)."""
+        """`argv` wrapped so that it runs inside the sandbox (unchanged when unsafe), its /tmp
+        and /dev/shm of the sizes `tmpfs` gives."""
         if self.kind != "bubblewrap":
             return list(argv)
         assert self.bwrap is not None
@@ -152,8 +181,16 @@ class Isolation:
             "/dev",
             "--perms",
             "1777",
+            "--size",
+            str(tmpfs.tmp),
             "--tmpfs",
             "/tmp",
+            "--perms",
+            "1777",
+            "--size",
+            str(tmpfs.shm),
+            "--tmpfs",
+            "/dev/shm",
         ]
         if self.run_as is None:
             command += ["--unshare-user", "--disable-userns"]
@@ -178,6 +215,8 @@ class Isolation:
             command += ["--dev-bind-try", device, device]
         for path in written:
             command += ["--bind", path, path]
+        # last, once nothing more is made in them: bubblewrap's own tmpfs, unbounded, read-only
+        command += ["--remount-ro", "/dev", "--remount-ro", "/"]
         command += ["--chdir", str(workdir)]
         if self.run_as is not None:
             uid, gid = self.run_as
@@ -275,6 +314,30 @@ def _setpriv() -> str:
     return found
 
 
+def _too_old(bwrap: str) -> str | None:
+    """Why this bubblewrap cannot bound its tmpfs, or None when it can."""
+    try:
+        done = subprocess.run(
+            [bwrap, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"bubblewrap does not start: {e}"
+    found = re.search(r"(\d+)\.(\d+)", done.stdout)
+    version = (int(found[1]), int(found[2])) if found else (0, 0)
+    if version >= MIN_BWRAP:
+        return None
+    return (
+        f"bubblewrap {done.stdout.strip() or '(unknown version)'} is older than "
+        f"{'.'.join(map(str, MIN_BWRAP))}, which cannot bound the size of the sandbox's /tmp "
+        "(its --size option): a kernel could fill half of the host's memory there; upgrade "
+        "bubblewrap"
+    )
+
+
 def _trial(bwrap: str) -> str | None:
     """Why bubblewrap cannot make the sandbox here, or None when it can."""
     isolation = Isolation("bubblewrap", bwrap=bwrap)
@@ -285,6 +348,7 @@ def _trial(bwrap: str) -> str | None:
             writable=[],
             read_only=[],
             mounts=Mounts(),
+            tmpfs=PROBE_TMPFS,
         )
         done = subprocess.run(
             argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False

@@ -5,6 +5,7 @@ the kernel's own terms (error kind, message, kernel line)."""
 from __future__ import annotations
 
 import errno
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from nkibench.errors import KernelError
 from nkibench.sandbox.arrays import restore, save_array
 from nkibench.sandbox.loader import kernel_line, load_kernel
 from nkibench.sandbox.resolved_check import check_resolved
+from nkibench.sandbox.resources import split_memory
 from nkibench.sandbox.static_check import check_source, violation_kind
 
 __all__ = ["error_result", "load_phase_kernel", "run_error", "save_outputs", "seed_arguments"]
@@ -57,6 +59,9 @@ def load_phase_kernel(request: dict[str, Any]) -> tuple[Any, dict[str, Any] | No
         raise
     except Exception as e:
         line = kernel_line(e, filename)
+        full = out_of_space(e, request)
+        if full is not None:
+            return None, error_result("resource", _located(full, display, line), line)
         return None, error_result(
             "compile", _located(f"{type(e).__name__}: {e}", display, line), line
         )
@@ -77,9 +82,39 @@ def run_error(
         return error_result(
             "resource", "the kernel wrote more than the file size limit", line, seed
         )
+    full = out_of_space(error, request)
+    if full is not None:
+        return error_result("resource", _located(full, display, line), line, seed)
     return error_result(
         kind, _located(f"{type(error).__name__}: {error}", display, line), line, seed
     )
+
+
+FULL_BELOW_BYTES = 1024 * 1024
+"""A tmpfs with less free than this is the one a write found full."""
+
+
+def out_of_space(error: BaseException, request: dict[str, Any]) -> str | None:
+    """What a write that found no space (ENOSPC) ran into, in words: the sandbox's /tmp or
+    /dev/shm, which are memory and as large as the job's share of memory_mb allows, or the
+    disk of the work folder; None for any other error."""
+    if not (isinstance(error, OSError) and error.errno == errno.ENOSPC):
+        return None
+    limits = request.get("limits", {})
+    memory = limits.get("memory_mb")
+    split = split_memory(memory)
+    for folder, size in (("/tmp", split.tmp_mb), ("/dev/shm", split.shm_mb)):
+        try:
+            found = os.statvfs(folder)
+        except OSError:
+            continue
+        if found.f_bavail * found.f_frsize < FULL_BELOW_BYTES:
+            share = f"a share of memory_mb = {memory}" if memory else "a fixed share"
+            return (
+                f"{folder} is full: the sandbox's {folder} is memory, limited to {size} MB "
+                f"({share}); write large files to the working folder instead"
+            )
+    return f"no space left on the disk of the work folder ({error})"
 
 
 def save_outputs(request: dict[str, Any], seed: int, outputs: list[Any]) -> None:

@@ -4,11 +4,14 @@ The child runs inside the OS sandbox (nkibench.sandbox.isolation: bubblewrap) wi
 environment built from nothing (no API keys, no database URL: nothing of the parent's
 environment but what is listed here), a fresh working directory, resource limits it applies to
 itself before reading its request (address space, CPU seconds, file size, open files, no core
-dumps), a lifeline to the parent (nkibench.sandbox.lifeline: it ends itself when the parent
-dies, however it dies), and its own process group, which is killed as a whole when the
-wall-clock timeout passes, or when its stdout and stderr grow past their limit (only their
-tails are ever read, and the file-size limit, sized for the phases' data files, would let a
-loop of prints fill gigabytes of the daemon's disk first).
+dumps), tmpfs of bounded size (nkibench.sandbox.resources: they and the address space share
+the job's memory), a disk quota on the job's folders that the parent measures while it runs
+(nkibench.sandbox.disk), a lifeline to the parent (nkibench.sandbox.lifeline: it ends itself
+when the parent dies, however it dies), and its own process group, which is killed as a
+whole when the wall-clock timeout passes, when the job's folders go over their quota, or when
+its stdout and stderr grow past their limit (only their tails are ever read, and the
+file-size limit, sized for the phases' data files, would let a loop of prints fill gigabytes
+of the daemon's disk first).
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
-from nkibench.sandbox.isolation import Isolation, Mounts
+from nkibench.sandbox.disk import DiskQuota
+from nkibench.sandbox.isolation import Isolation, Mounts, Tmpfs
 from nkibench.sandbox.lifeline import LIFELINE_VARIABLE
+from nkibench.sandbox.resources import split_memory
 
 __all__ = [
     "RESULT_FD_VARIABLE",
@@ -55,7 +60,9 @@ the parent (never a path in the child's folder, which the child could replace wi
 class Limits:
     timeout_s: float
     memory_mb: int | None = 8192
-    """Address-space limit; None for backends whose runtime maps device memory (Neuron)."""
+    """The job's memory: its address space and the sandbox's tmpfs together
+    (nkibench.sandbox.resources.split_memory); None: no address-space limit, for backends whose
+    runtime maps device memory (Neuron, CUDA)."""
     cpu_s: int | None = None
     """Defaults to the timeout times the number of CPUs, plus a margin."""
     file_size_mb: int = 4096
@@ -68,6 +75,9 @@ class Limits:
     adaptive: bool = True
     """Whether a kernel child's limit may be shortened to what the task's measured cost
     allows; False where the task sets its limit itself (which then holds as written)."""
+    disk_mb: int = 4096
+    """What the job's folders may hold on disk, every child's writes together
+    (nkibench.sandbox.disk); no one file may be larger either."""
     output_mb: int = 16
     """What the child may write to stdout and to stderr, each, before its group is killed
     (checked every CANCEL_POLL_S, so a fast writer overshoots by what it writes in that time)."""
@@ -82,6 +92,9 @@ class ChildOutcome:
     stderr_tail: str
     flooded: bool = False
     """Killed for writing more than its output limit to stdout or stderr."""
+    over_quota: str = ""
+    """Why the job's folders were over their disk quota when the child was stopped or ended
+    (empty: they were not)."""
     output_bytes: int = 0
     """The larger of what the child wrote to stdout and to stderr."""
     result: bytes | None = b""
@@ -127,15 +140,16 @@ def child_environment(
 def apply_limits(limits: dict[str, Any]) -> None:
     """Called by the child on itself, first thing (never a preexec_fn: the parent has threads)."""
     cpu = limits.get("cpu_s") or int(limits["timeout_s"] * (os.cpu_count() or 1)) + 10
-    size = int(limits["file_size_mb"]) * 1024 * 1024
+    size = min(int(limits["file_size_mb"]), int(limits["disk_mb"])) * 1024 * 1024
     settings = [
         (resource.RLIMIT_CPU, int(cpu)),
         (resource.RLIMIT_FSIZE, size),
         (resource.RLIMIT_NOFILE, int(limits["open_files"])),
         (resource.RLIMIT_CORE, 0),
     ]
-    if limits.get("memory_mb") is not None:
-        settings.append((resource.RLIMIT_AS, int(limits["memory_mb"]) * 1024 * 1024))
+    address_space = split_memory(limits.get("memory_mb")).address_space_mb
+    if address_space is not None:
+        settings.append((resource.RLIMIT_AS, address_space * 1024 * 1024))
     for which, value in settings:
         resource.setrlimit(which, (value, value))
 
@@ -150,31 +164,39 @@ writer (about 1.5 GB/s here) overshoots its output limit by what it writes in th
 TERMINATE_GRACE_S = 3.0
 
 
+Ending = Literal["exited", "timed out", "cancelled", "flooded", "over quota"]
+
+
 def _wait(
     process: subprocess.Popen[bytes],
     deadline: float,
     cancel: threading.Event | None,
     streams: Sequence[int],
     output_bytes: int,
-) -> tuple[bool, bool, bool]:
-    """(timed out, cancelled, flooded): wait for the child until the deadline, a cancel, or
-    one of its output `streams` (file descriptors) growing past `output_bytes`."""
+    *,
+    quota: DiskQuota | None,
+) -> Ending:
+    """Wait for the child until it exits, the deadline, a cancel, one of its output `streams`
+    (file descriptors) growing past `output_bytes`, or its job's folders over their `quota`;
+    the caller kills the group."""
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return True, False, False
+            return "timed out"
         try:
             process.wait(timeout=min(left, CANCEL_POLL_S))
-            return False, False, False
+            return "exited"
         except subprocess.TimeoutExpired:
             if any(os.fstat(fd).st_size > output_bytes for fd in streams):
-                return False, False, True  # the caller kills the group
+                return "flooded"
+            if quota is not None and quota.exceeded():
+                return "over quota"
             if cancel is not None and cancel.is_set():
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGTERM)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     process.wait(timeout=TERMINATE_GRACE_S)
-                return False, True, False
+                return "cancelled"
 
 
 def _tail(stream: IO[bytes]) -> str:
@@ -206,6 +228,7 @@ def run_child(
     mounts: Mounts | None = None,
     environment: Mapping[str, str] | None = None,
     cancel: threading.Event | None = None,
+    quota: DiskQuota | None = None,
 ) -> ChildOutcome:
     """Run `python -m module` in the sandbox with `request` on stdin; wait at most the timeout.
 
@@ -217,7 +240,8 @@ def run_child(
     (stdout and stderr bounded by the output limit, the result read up to RESULT_LIMIT); the
     streams' tails and the result come back. `workdir` and `writable` must be folders the
     caller made fresh for this child (nkibench.sandbox.folders): nothing here creates, chowns
-    or opens a path in them.
+    or opens a path in them. `quota` measures the job's folders (those and the earlier
+    children's) while the child runs and once it has ended.
     """
     writable = [workdir, *writable]
     payload = json.dumps({**request, "limits": asdict(limits)}).encode()
@@ -229,6 +253,7 @@ def run_child(
         writable=writable,
         read_only=read_only,
         mounts=mounts or Mounts(),
+        tmpfs=Tmpfs.of(split_memory(limits.memory_mb)),
     )
     lifeline, held = os.pipe()  # the child reads; only this process ever holds `held`
     started = time.monotonic()
@@ -257,7 +282,7 @@ def run_child(
             )
             os.close(lifeline)
             lifeline = -1
-            timed_out = cancelled = flooded = False
+            ending: Ending = "exited"
             try:
                 assert process.stdin is not None
                 try:
@@ -265,27 +290,31 @@ def run_child(
                     process.stdin.close()
                 except BrokenPipeError:
                     pass  # the child died at start; its outcome says why
-                timed_out, cancelled, flooded = _wait(
+                ending = _wait(
                     process,
                     started + limits.timeout_s,
                     cancel,
                     (stdout.fileno(), stderr.fileno()),
                     limits.output_mb * 1024 * 1024,
+                    quota=quota,
                 )
             finally:
                 # The group goes in every case: a kernel's stray children die with it.
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-            if cancelled:
+            if ending == "cancelled":
                 raise Cancelled(f"{module} was stopped: the process is shutting down")
+            # what a child wrote just before it ended is over the quota too
+            over = ending == "over quota" or (quota is not None and quota.exceeded(now=True))
             return ChildOutcome(
                 returncode=process.returncode,
-                timed_out=timed_out,
+                timed_out=ending == "timed out",
                 duration_s=time.monotonic() - started,
                 stdout_tail=_tail(stdout),
                 stderr_tail=_tail(stderr),
-                flooded=flooded,
+                flooded=ending == "flooded",
+                over_quota=quota.describe() if over and quota is not None else "",
                 output_bytes=max(os.fstat(f.fileno()).st_size for f in (stdout, stderr)),
                 result=_result(channel),
             )

@@ -65,6 +65,7 @@ from nkibench.task.safe_eval import (
     module_constants,
 )
 from nkibench.task.toml import (
+    DEFAULT_DISK_MB,
     DEFAULT_MEMORY_MB,
     DEFAULT_REL_TOL,
     DEFAULT_SEEDS,
@@ -112,6 +113,8 @@ class TaskSpec:
     """The shape sets (or "*", all of them) whose limit task.toml sets: there it is the kernel's
     limit as written, never shortened by the reference's measured time."""
     memory_mb: int = DEFAULT_MEMORY_MB
+    disk_mb: int = DEFAULT_DISK_MB
+    """What the job's work folders may hold on disk, every child's writes together."""
     strict_capacity: bool = False
     tunables: dict[str, list[Any]] = field(default_factory=dict)
     allow_torch_compute: bool = False

@@ -36,12 +36,14 @@ from nkibench.task.safe_eval import (
 from nkibench.task.workloads import data_path_problem
 
 __all__ = [
+    "DEFAULT_DISK_MB",
     "DEFAULT_MEMORY_MB",
     "DEFAULT_REL_TOL",
     "DEFAULT_SEEDS",
     "DEFAULT_TIMEOUT_S",
     "FULL",
     "MATMUL_DTYPES",
+    "MAX_DISK_MB",
     "MAX_MEMORY_MB",
     "MAX_TIMEOUT_S",
     "read_toml",
@@ -53,6 +55,9 @@ DEFAULT_SEEDS = (0, 21, 42, 63, 84)  # AccelOpt's correctness seeds
 DEFAULT_REL_TOL = 2e-5  # AccelOpt: relative L2 error, float32
 DEFAULT_TIMEOUT_S = {FULL: 1800.0, "*": 120.0}
 DEFAULT_MEMORY_MB = 8192
+DEFAULT_DISK_MB = 4096
+"""What a job's folders may hold on disk by default: a full shape's inputs, expected outputs
+and outputs (hundreds of MB at most in NKIBench) several times over, and a Triton cache."""
 TASK_DTYPES = ("float32", "bfloat16", "float16")
 ROOFLINE_KEYS = ("vec_flops", "mm_flops", "bytes")
 MATMUL_DTYPES = ("float32", "bfloat16", "float16")
@@ -61,7 +66,12 @@ MAX_TIMEOUT_S = 6 * 3600.0
 """The longest [limits] timeout_s: a full-shape profile takes minutes; six hours is a typo or
 an attempt to hold a worker for ever."""
 MAX_MEMORY_MB = 1024 * 1024
-"""The largest [limits] memory_mb (1 TiB of address space, half the largest Trainium host)."""
+"""The largest [limits] memory_mb (1 TiB of address space, half the largest Trainium host);
+a job gets at most its share of the host it runs on (nkibench.harness.share_of_host)."""
+MIN_DISK_MB = 64
+"""The smallest [limits] disk_mb: the task's copy, a trace and the Python caches fit."""
+MAX_DISK_MB = 1024 * 1024
+"""The largest [limits] disk_mb (1 TiB)."""
 
 _TOP_KEYS = (
     "name",
@@ -320,7 +330,7 @@ class _TomlReader:
             raise self.fail(where, "must be a finite number ≥ 0")
 
     def _limits(self) -> None:
-        limits = self.table("limits", ("timeout_s", "memory_mb", "strict_capacity"))
+        limits = self.table("limits", ("timeout_s", "memory_mb", "disk_mb", "strict_capacity"))
         if "timeout_s" in limits:
             timeout = limits["timeout_s"]
             table = timeout if isinstance(timeout, dict) else {FULL: timeout, "*": timeout}
@@ -348,6 +358,18 @@ class _TomlReader:
                     "limits.memory_mb", f"must be an integer ≥ 256 and ≤ {MAX_MEMORY_MB} (1 TiB)"
                 )
             self.out["memory_mb"] = memory
+        if "disk_mb" in limits:
+            disk = limits["disk_mb"]
+            if (
+                isinstance(disk, bool)
+                or not isinstance(disk, int)
+                or not MIN_DISK_MB <= disk <= MAX_DISK_MB
+            ):
+                raise self.fail(
+                    "limits.disk_mb",
+                    f"must be an integer ≥ {MIN_DISK_MB} and ≤ {MAX_DISK_MB} (1 TiB), not {disk!r}",
+                )
+            self.out["disk_mb"] = disk
         if "strict_capacity" in limits:
             if not isinstance(limits["strict_capacity"], bool):
                 raise self.fail("limits.strict_capacity", "must be true or false")

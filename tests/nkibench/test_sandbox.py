@@ -72,11 +72,12 @@ def test_the_child_sees_none_of_the_parents_secrets(
 
 
 def test_resource_limits_are_applied(tmp_path: Path) -> None:
+    """The address space is memory_mb less the tmpfs' eighth (nkibench.sandbox.resources)."""
     limits = Limits(timeout_s=30, memory_mb=1536, cpu_s=40, file_size_mb=64, open_files=128)
     result, outcome = probe(tmp_path, {"probe": "limits"}, limits)
     assert outcome.returncode == 0, outcome.stderr_tail
     assert result == {
-        "RLIMIT_AS": 1536 * 1024 * 1024,
+        "RLIMIT_AS": (1536 - 1536 // 8) * 1024 * 1024,
         "RLIMIT_CPU": 40,
         "RLIMIT_FSIZE": 64 * 1024 * 1024,
         "RLIMIT_NOFILE": 128,

@@ -192,6 +192,7 @@ class NeuronBackend:
         return Limits(
             timeout_s=task.timeout_for(shapes) + self.compile_timeout_s,
             memory_mb=None,
+            disk_mb=task.disk_mb,
             threads=threads,
             startup_s=self.compile_timeout_s,
             adaptive=not task.declares_timeout(shapes),

@@ -98,6 +98,7 @@ class NkisimBackend:
         return Limits(
             timeout_s=task.timeout_for(shapes),
             memory_mb=task.memory_mb,
+            disk_mb=task.disk_mb,
             threads=threads,
             adaptive=not task.declares_timeout(shapes),
         )

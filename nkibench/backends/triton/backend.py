@@ -311,6 +311,7 @@ class TritonBackend:
         return Limits(
             timeout_s=task.timeout_for(shapes),
             memory_mb=memory,
+            disk_mb=task.disk_mb,
             threads=threads,
             adaptive=not task.declares_timeout(shapes),
         )
