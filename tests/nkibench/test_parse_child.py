@@ -14,7 +14,6 @@ from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.errors import PhaseFailure
 from nkibench.harness import check_kernel
 from nkibench.sandbox import parse_child
-from nkibench.sandbox.isolation import Isolation
 from nkibench.sandbox.parse_child import (
     ANSWER_LIMIT,
     SOURCE_LIMIT,
@@ -27,10 +26,9 @@ from nkibench.sandbox.process import ChildOutcome, Limits
 from nkibench.sandbox.static_check import check_source
 from nkibench.task.files import KERNEL_FILE
 from nkibench.task.spec import TaskSpec, load_task
-from tests.support import REPOSITORY
+from tests.support import PARSE_ISOLATION, REPOSITORY
 
 SILU = REPOSITORY / "nkibench" / "suites" / "nki" / "silu"
-UNSAFE = Isolation.unsafe("the test asks: only trusted parser code runs in the child")
 DEEP_SUM = "x = " + "+".join(["1"] * 100_000) + "\n"
 """200 KB, within the limit: the parser builds about 40 MB of tree, then gives up
 (RecursionError)."""
@@ -97,7 +95,7 @@ def _reset_peak() -> None:
 )
 def test_a_source_that_blows_up_the_parser_is_a_typed_failure(source: str, error: str) -> None:
     with pytest.raises(PhaseFailure) as failure:
-        static_violations(source, "nki", torch_compute=False, isolation=UNSAFE)
+        static_violations(source, "nki", torch_compute=False, isolation=PARSE_ISOLATION)
     assert failure.value.kind == "rejected"
     assert failure.value.message == f"the source nests too deeply for Python's parser ({error})"
 
@@ -106,7 +104,7 @@ def test_the_parents_memory_stays_flat_while_the_child_parses() -> None:
     _reset_peak()
     before = _peak_kib()
     with pytest.raises(PhaseFailure):
-        static_violations(DEEP_SUM, "nki", torch_compute=False, isolation=UNSAFE)
+        static_violations(DEEP_SUM, "nki", torch_compute=False, isolation=PARSE_ISOLATION)
     in_child = _peak_kib() - before
     # the yardstick: the same parse in this process raises its peak by tens of MB
     _reset_peak()
@@ -146,7 +144,7 @@ def test_the_childs_answer_is_data(
 ) -> None:
     _answer(monkeypatch, raw, returncode)
     with pytest.raises(PhaseFailure) as failure:
-        static_violations("x = 1\n", "nki", torch_compute=False, isolation=UNSAFE)
+        static_violations("x = 1\n", "nki", torch_compute=False, isolation=PARSE_ISOLATION)
     assert failure.value.kind == "rejected"
     assert problem in failure.value.message
 
@@ -163,32 +161,34 @@ def test_a_malformed_answer_fails_the_candidate_not_the_harness(
 def test_constants_and_dialect_answers_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     _answer(monkeypatch, b'{"ok": true, "constants": {"EVIL": {"line": 1, "end_line": 1}}}')
     with pytest.raises(PhaseFailure, match="not asked for"):
-        assigned_constants("TILE = 1\n", ["TILE"], isolation=UNSAFE)
+        assigned_constants("TILE = 1\n", ["TILE"], isolation=PARSE_ISOLATION)
     _answer(
         monkeypatch,
         b'{"ok": true, "constants": {"TILE": {"line": 1, "end_line": 1, "value": [1]}}}',
     )
     with pytest.raises(PhaseFailure, match="no scalar"):
-        assigned_constants("TILE = 1\n", ["TILE"], isolation=UNSAFE)
+        assigned_constants("TILE = 1\n", ["TILE"], isolation=PARSE_ISOLATION)
     _answer(monkeypatch, b'{"ok": true, "dialect": "cuda"}')
     with pytest.raises(PhaseFailure, match="unknown dialect"):
-        written_dialect("import nki\n", "k", isolation=UNSAFE)
+        written_dialect("import nki\n", "k", isolation=PARSE_ISOLATION)
 
 
 def test_a_child_past_its_time_limit_is_a_typed_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parse_child, "PARSE_LIMITS", Limits(timeout_s=0.01, memory_mb=1024))
     with pytest.raises(PhaseFailure, match=r"ran past the 0.01 s limit") as failure:
-        static_violations("x = 1\n", "nki", torch_compute=False, isolation=UNSAFE)
+        static_violations("x = 1\n", "nki", torch_compute=False, isolation=PARSE_ISOLATION)
     assert failure.value.kind == "rejected"
 
 
 def test_the_child_reads_constants_and_dialect() -> None:
     source = "import nki\nTILE = 512\nNAME = 'a'\nRAW = b'x'\nSPLIT = (\n    1)\nOTHER = 2\n"
-    found = assigned_constants(source, ["TILE", "NAME", "RAW", "SPLIT", "ABSENT"], isolation=UNSAFE)
+    found = assigned_constants(
+        source, ["TILE", "NAME", "RAW", "SPLIT", "ABSENT"], isolation=PARSE_ISOLATION
+    )
     assert found == {
         "TILE": parse_child.Constant(2, 2, 512, True),
         "NAME": parse_child.Constant(3, 3, "a", True),
         "RAW": parse_child.Constant(4, 4, None, False),
         "SPLIT": parse_child.Constant(5, 6, 1, True),
     }
-    assert written_dialect(source, "k", isolation=UNSAFE) == "nki"
+    assert written_dialect(source, "k", isolation=PARSE_ISOLATION) == "nki"
