@@ -41,10 +41,11 @@ from nkibench.result import KernelResult
 from nkibench.sandbox import results
 from nkibench.sandbox.folders import SessionFolders
 from nkibench.sandbox.isolation import Isolation, Mounts
+from nkibench.sandbox.parse_child import static_violations
 from nkibench.sandbox.process import RESULT_LIMIT, ChildOutcome, Limits, run_child
 from nkibench.sandbox.resources import HOST_MEMORY_FRACTION, host_memory_mb, memory_cap_mb
 from nkibench.sandbox.results import MalformedResult
-from nkibench.sandbox.static_check import check_source, violation_kind
+from nkibench.sandbox.static_check import violation_kind
 from nkibench.task.counts import COUNTS_FUNCTION, mean_counts
 from nkibench.task.files import KERNEL_FILE, REFERENCE_FILE, TASK_FILES
 from nkibench.task.spec import TaskSpec, defined_function
@@ -616,8 +617,14 @@ def _evaluate(
     task.overrides(shapes)  # an unknown shape set is the caller's error, raised here
     limits, capped = share_of_host(limits or backend.limits(task, shapes, threads), jobs)
     try:
-        violations = check_source(
-            source, KERNEL_FILE, task.dialect, torch_compute=task.allow_torch_compute
+        # in a child: a candidate's source is untrusted text, and parsing it can take
+        # gigabytes (nkibench.sandbox.parse_child)
+        violations = static_violations(
+            source,
+            task.dialect,
+            torch_compute=task.allow_torch_compute,
+            isolation=backend.isolation,
+            workdir=workdir,
         )
         if violations:
             message = "; ".join(v.render(KERNEL_FILE) for v in violations[:5])

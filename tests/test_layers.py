@@ -70,6 +70,13 @@ AGENTS_EXCEPTIONS: dict[tuple[str, str], str] = {
     ("agents.search.steps", "nkibench.cost.caveats"): "the search shows the model's caveats",
     ("agents.memory", "nkibench.task.operators"): "memory items are keyed by a task's operators",
     ("agents.search.loop", "nkibench.task.operators"): "the search reads its task's operators",
+    ("agents.search.tunables", "nkibench.sandbox.parse_child"): (
+        "a kernel's constants are read in the parse child, never parsed in the daemon"
+    ),
+    **{
+        (module, "nkibench.sandbox.isolation"): "the parse child's sandbox (the tunables)"
+        for module in ("agents.search.loop", "agents.search.steps", "agents.search.tunables")
+    },
     **{
         (module, "nkibench.task.spec"): "the task being optimized or ported (TaskSpec)"
         for module in (

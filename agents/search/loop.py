@@ -39,6 +39,7 @@ from events.catalog import (
     SearchStarted,
 )
 from nkibench.dialects import get_dialect
+from nkibench.sandbox.isolation import Isolation
 from nkibench.task.operators import operators as task_operators
 from nkibench.task.spec import TaskSpec
 from store.recorder import Recorder
@@ -75,6 +76,7 @@ class Search:
         config: SearchConfig,
         prompts: Prompts | None = None,
         memory_capacity: int = 16,
+        isolation: Isolation,
         log: Callable[[str], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
     ) -> None:
@@ -110,6 +112,7 @@ class Search:
             entry_points=language.entry_points,
             say=self._say,
             check_stop=self._check_stop,
+            isolation=isolation,
         )
 
     @property

@@ -43,6 +43,7 @@ from events.catalog import ExperienceSummarized, PlanProposed, ProfileRecorded, 
 from events.codec import decode
 from events.projection import fold
 from nkibench.cost.caveats import caveats
+from nkibench.sandbox.isolation import Isolation
 from nkibench.task.spec import TaskSpec
 
 __all__ = [
@@ -122,6 +123,8 @@ class Context:
     """The functions a generated kernel must define (the dialect's)."""
     say: Callable[[str], None]
     check_stop: Callable[[], None]
+    isolation: Isolation
+    """The sandbox of the parse child, which reads the kernels' constants (the tunables)."""
 
     @property
     def client(self) -> LLMClient:
@@ -366,7 +369,9 @@ def tunables(ctx: Context, iteration: int, incumbent: Kernel) -> list[str]:
     if not ctx.task.tunables:
         return []
     made = []
-    for n, (name, value, source) in enumerate(variants(incumbent.source, ctx.task.tunables)):
+    for n, (name, value, source) in enumerate(
+        variants(incumbent.source, ctx.task.tunables, isolation=ctx.isolation)
+    ):
         cid = ids.tunable_candidate_id(
             ctx.record.search_id, incumbent.event.candidate_id, name, value
         )

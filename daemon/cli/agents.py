@@ -66,8 +66,9 @@ def optimize_command(
     name = backend or task.default_backend
     device = one_device(devices, name)
     store = open_migrated_store(ctx)
+    isolation = app.isolation()
     opened = open_for_command(
-        name, [device], target, store, isolation=app.isolation(), settings=app.settings
+        name, [device], target, store, isolation=isolation, settings=app.settings
     )
     recorder = Recorder(store)
     library = replay(store, LibraryProjection(), use_checkpoint=True).state
@@ -82,6 +83,7 @@ def optimize_command(
             llm=llm,
             profiler=profiler,
             config=search_config(search),
+            isolation=isolation,
             log=say,
         ).run()
     except LLMUnavailable as e:

@@ -26,6 +26,7 @@ from daemon.coordinator.options import DaemonOptions
 from daemon.coordinator.reverify import Reverifier
 from daemon.workers.worker import QueuedProfiler
 from events.catalog import KernelSourceChanged
+from nkibench.sandbox.isolation import Isolation
 from store import sqlite
 from store.errors import StoreError
 from store.jobs.base import JobQueue
@@ -83,6 +84,7 @@ class Clock:
         revisions: Path,
         stopping: threading.Event,
         on_demotion: Callable[[], None],
+        isolation: Isolation,
     ) -> None:
         """`runners` are the projections the main loop folds (`library` among them) while it
         holds `folding`; `profiler(stop, seeds)` queues the re-verifications' jobs; `revisions`
@@ -99,6 +101,7 @@ class Clock:
         self.revisions = revisions
         self.stopping = stopping
         self.on_demotion = on_demotion
+        self.isolation = isolation
 
     def schedule(self, rescan: Callable[[], Any]) -> BackgroundScheduler:
         """Every job on its interval (not started); `rescan` is the watcher's."""
@@ -115,6 +118,7 @@ class Clock:
             every_s=o.reverify_s,
             stopping=self.stopping,
             on_demotion=self.on_demotion,
+            isolation=self.isolation,
         )
         jobs: list[tuple[str, Callable[[], Any], float]] = [
             ("rescan", rescan, o.rescan_s),

@@ -3,7 +3,6 @@ one that now fails is demoted (`KernelDemoted`), which takes it out of the libra
 
 from __future__ import annotations
 
-import ast
 import threading
 import time
 from collections.abc import Callable
@@ -16,8 +15,9 @@ from agents.search.ids import demotion_key, reverify_job_id
 from agents.search.profiling import Profiler
 from daemon.revisions import materialize
 from events.catalog import KernelDemoted, KernelSourceChanged
-from nkibench.dialects import detect_dialect
-from nkibench.errors import TaskError
+from nkibench.errors import PhaseFailure, TaskError
+from nkibench.sandbox.isolation import Isolation
+from nkibench.sandbox.parse_child import written_dialect
 from store.projections.library import Promotion
 from store.recorder import Recorder
 
@@ -39,6 +39,7 @@ class Reverifier:
         every_s: float,
         stopping: threading.Event,
         on_demotion: Callable[[], None],
+        isolation: Isolation,
     ) -> None:
         self.recorder = recorder
         self.promoted = promoted
@@ -48,6 +49,9 @@ class Reverifier:
         self.every_s = every_s
         self.stopping = stopping
         self.on_demotion = on_demotion
+        self.isolation = isolation
+        """The parse child's sandbox: the kernel's source comes from the log, and a kernel is
+        parsed in no process of the daemon's, even one it checked before."""
 
     def __call__(self) -> None:
         epoch = int(time.time() // max(self.every_s, 1))
@@ -61,7 +65,8 @@ class Reverifier:
             source = store.get_text(e.kernel_hash)
             job_id = reverify_job_id(task, e.candidate_id, epoch)
             try:
-                written = detect_dialect(ast.parse(source), f"{task}'s promoted kernel")
+                where = f"{task}'s promoted kernel"
+                written = written_dialect(source, where, isolation=self.isolation)
                 if written is not None and written != spec.dialect:  # a port's kernel
                     spec = spec.with_kernel(source, written)
                 result = self.profiler(seeds).profile(spec, source, job_id=job_id)
@@ -69,6 +74,11 @@ class Reverifier:
                 return
             except TaskError as problem:  # not this daemon's to check (another --shapes)
                 log.info("not re-verified", task=task, reason=problem.message)
+                continue
+            except PhaseFailure as problem:
+                # it passed this check as a candidate: the parse child's failure now is no
+                # verdict on the kernel (its profile would say what is wrong with it)
+                log.warning("not re-verified", task=task, reason=problem.message)
                 continue
             if result.correct:
                 continue

@@ -201,6 +201,7 @@ class SearchLauncher:
                     llm=self.llm,
                     profiler=self.profiler(stop),
                     config=self.options.search,
+                    isolation=self.isolation,
                     log=log.info,
                     should_stop=lambda: stop.is_set() or self.stopping.is_set(),
                 )

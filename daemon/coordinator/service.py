@@ -158,6 +158,7 @@ class Daemon:
             revisions=revisions,
             stopping=self.stopping,
             on_demotion=self.wake.set,
+            isolation=isolation,
         )
         self.work_lock: IO[bytes] | None = None
         """The work folder's lock, held for the daemon's life once it starts (None: another

@@ -4,7 +4,6 @@ versions that produced it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 
 __all__ = ["Sourced", "package_version"]
 
@@ -20,6 +19,10 @@ class Sourced:
 def package_version(name: str) -> str:
     """The installed version of a distribution, or "source checkout" for accelopt run from a
     checkout that was never installed, or "not installed"."""
+    # imported here: importlib.metadata takes about 50 ms to import, and every parse child
+    # (nkibench.sandbox.parse_child) loads this module through the dialects, never calling this
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
     try:
         return version(name)
     except PackageNotFoundError:

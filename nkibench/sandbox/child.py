@@ -33,23 +33,32 @@ def _phase(entry: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
     return phase
 
 
+def _task_code_failure(failure: Exception) -> dict[str, Any]:
+    """The result a TaskCodeFailed carries; any other exception is raised again. Only a phase
+    that loaded nkibench.sandbox.reference can raise one, so a phase that never does (the parse
+    child: no numpy) does not pay for importing it."""
+    reference = sys.modules.get("nkibench.sandbox.reference")
+    if reference is None or not isinstance(failure, reference.TaskCodeFailed):
+        raise failure
+    result: dict[str, Any] = failure.result
+    return result
+
+
 def main() -> None:
     hold()  # first: a child whose parent is gone ends here, before anything loads
     channel = os.fdopen(int(os.environ.pop(RESULT_FD_VARIABLE)), "wb")
     request = json.loads(sys.stdin.buffer.read())
     apply_limits(request["limits"])  # before anything of the task or the kernel runs
-    from nkibench.sandbox.reference import TaskCodeFailed  # noqa: PLC0415 (numpy: after limits)
-
     try:
         result = _phase(request["entry"])(request)
-    except TaskCodeFailed as failure:
-        result = failure.result
     except MemoryError:
         result = {
             "ok": False,
             "kind": "resource",
             "message": "out of memory (the memory limit was reached)",
         }
+    except Exception as failure:
+        result = _task_code_failure(failure)
     with channel:
         channel.write(json.dumps(result).encode())
 

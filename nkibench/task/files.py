@@ -43,6 +43,7 @@ __all__ = [
     "TASK_NAME",
     "TOML_FILE",
     "VALUE_NAME",
+    "describe_size",
     "folder_hash",
     "name_problem",
     "read_task_files",
@@ -65,7 +66,8 @@ def folder_hash(files: Mapping[str, bytes]) -> str:
     return digest.hexdigest()
 
 
-def _size(count: int) -> str:
+def describe_size(count: int) -> str:
+    """A byte count as a person reads it (KiB, MiB)."""
     value, unit = (count / 1024**2, "MiB") if count >= 1024**2 else (count / 1024, "KiB")
     return f"{value:.1f}".removesuffix(".0") + f" {unit}"
 
@@ -129,8 +131,8 @@ def _read_file(
             raise TaskError(f"{path}: not a regular file")
         if status.st_size > limit:
             raise TaskError(
-                f"{path}: {_size(status.st_size)} ({status.st_size} bytes), over the "
-                f"{_size(limit)} limit of {path.name}"
+                f"{path}: {describe_size(status.st_size)} ({status.st_size} bytes), over the "
+                f"{describe_size(limit)} limit of {path.name}"
             )
         chunks: list[bytes] = []
         left = limit + 1
@@ -144,7 +146,7 @@ def _read_file(
             chunks.append(chunk)
             left -= len(chunk)
         if left <= 0:
-            raise TaskError(f"{path}: grew over the {_size(limit)} limit of {path.name}")
+            raise TaskError(f"{path}: grew over the {describe_size(limit)} limit of {path.name}")
         return b"".join(chunks)
     finally:
         os.close(fd)
@@ -210,7 +212,7 @@ def _workload_files(folder: Path, toml: bytes | None) -> dict[str, bytes]:
             if total > DATA_TOTAL_LIMIT:
                 raise TaskError(
                     f"{folder / name}: the safetensors files it names hold more than "
-                    f"{_size(DATA_TOTAL_LIMIT)} together (at {path})"
+                    f"{describe_size(DATA_TOTAL_LIMIT)} together (at {path})"
                 )
             files[path] = content
     return files

@@ -19,6 +19,7 @@ from events.envelope import Envelope
 from events.projection import fold
 from nkibench.cost.caveats import ENGINE_SPLIT, REREADS, SPILLS
 from nkibench.task.operators import operators, similarity
+from tests.support import PARSE_ISOLATION
 from tests.support.factories import profile
 
 PARENT = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n\n\ndef kernel(x):\n"
@@ -226,7 +227,9 @@ def test_prompts_refuse_to_go_out_half_filled() -> None:
 
 def test_tunables_change_one_constant_at_a_time() -> None:
     source = "TILE = 512\nDEPTH = 2\n\ndef kernel(x):\n    return x\n"
-    found = variants(source, {"TILE": [256, 512, 1024], "DEPTH": [2], "ABSENT": [1]})
+    found = variants(
+        source, {"TILE": [256, 512, 1024], "DEPTH": [2], "ABSENT": [1]}, isolation=PARSE_ISOLATION
+    )
     assert [(name, value) for name, value, _ in found] == [("TILE", 256), ("TILE", 1024)]
     assert found[0][2].startswith("TILE = 256\nDEPTH = 2\n")
 

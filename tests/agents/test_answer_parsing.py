@@ -26,6 +26,7 @@ from agents.roles import (
 from agents.search.tunables import variants
 from events.catalog import LLMRole
 from nkibench.task.spec import defined_function, with_imports_of
+from tests.support import PARSE_ISOLATION
 
 MB = 1 << 20
 CPU_S_PER_MB = 1.0
@@ -234,4 +235,4 @@ def test_the_memory_leaves_out_what_the_old_regex_left_out(answer: str) -> None:
     ],
 )
 def test_a_kernel_nested_past_the_parsers_limits_has_no_tunables(source: str) -> None:
-    assert variants("TILE = 128\n" + source, {"TILE": [128, 256]}) == []
+    assert variants("TILE = 128\n" + source, {"TILE": [128, 256]}, isolation=PARSE_ISOLATION) == []

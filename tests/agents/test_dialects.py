@@ -32,7 +32,7 @@ from nkibench.sandbox.static_check import check_source
 from nkibench.task.spec import TaskSpec
 from store.memory import MemoryEventStore
 from store.recorder import Recorder
-from tests.support import DATA
+from tests.support import DATA, PARSE_ISOLATION
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -241,6 +241,7 @@ def test_the_search_reads_its_tasks_dialect_prompts_and_entry_points(dialect: st
         llm=None,
         profiler=_Profiler(),
         config=SearchConfig(),
+        isolation=PARSE_ISOLATION,
     )
     context = search._steps
     assert context.prompts.dialect == dialect
@@ -254,6 +255,7 @@ def test_the_search_reads_its_tasks_dialect_prompts_and_entry_points(dialect: st
             llm=None,
             profiler=_Profiler(),
             config=SearchConfig(),
+            isolation=PARSE_ISOLATION,
             prompts=Prompts(other),
         )
 

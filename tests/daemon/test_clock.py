@@ -28,6 +28,7 @@ from store.projections.library import LibraryProjection
 from store.projections.runner import ProjectionRunner
 from store.recorder import Recorder
 from store.sql import SqlEventStore
+from tests.support import PARSE_ISOLATION
 from tests.support.factories import source_changed
 
 INTERVALS = {"rescan_s": 11.0, "reverify_s": 22.0, "snapshot_s": 33.0, "checkpoint_s": 44.0}
@@ -59,6 +60,7 @@ class Clocks:
             revisions=self.tmp_path / "revisions",
             stopping=threading.Event(),
             on_demotion=lambda: None,
+            isolation=PARSE_ISOLATION,
         )
 
     def schedule(
