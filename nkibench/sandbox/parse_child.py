@@ -31,6 +31,7 @@ from nkibench.task.files import FILE_LIMITS, KERNEL_FILE, describe_size
 
 __all__ = [
     "PARSE_LIMITS",
+    "PARSE_PREFIX",
     "SOURCE_LIMIT",
     "Constant",
     "assigned_constants",
@@ -46,6 +47,10 @@ PARSE_LIMITS = Limits(timeout_s=20.0, memory_mb=1024, cpu_s=20, file_size_mb=1, 
 the interpreter and the policy modules take about 60 MB more."""
 ANSWER_LIMIT = 256 * 1024
 """Bytes of the child's answer read: a few violations, constants or a dialect's name."""
+PARSE_PREFIX = "nkibench-parse-"
+"""Its folders' prefix, under the harness's own: a SIGKILL of the daemon during a parse
+leaves one, which the next start's sweep (daemon.coordinator.startup) must remove like a
+job's."""
 CHILD = "nkibench.sandbox.child"
 ENTRY = "nkibench.sandbox.source_facts:answer"
 FAILURE_KINDS: tuple[ErrorKind, ...] = ("rejected", "compile")
@@ -85,7 +90,7 @@ def _ask(
     refusal = size_refusal(source)
     if refusal is not None:
         raise refusal
-    with SessionFolders(workdir, isolation.child_uid, prefix="accelopt-parse-") as folders:
+    with SessionFolders(workdir, isolation.child_uid, prefix=PARSE_PREFIX) as folders:
         outcome = run_child(
             CHILD,
             {"entry": ENTRY, "fact": fact, "source": source, **request},

@@ -10,6 +10,7 @@ import pytest
 import structlog
 
 from daemon.coordinator.startup import OptionRefused, check_shapes, sweep_work
+from nkibench.sandbox.parse_child import PARSE_PREFIX
 from nkibench.suites import NKI_LEGACY_SUITE
 from tests.flashinfer.dataset import RMSNORM, write_dataset
 from tests.support.cli import run_cli
@@ -90,3 +91,15 @@ def test_a_tasks_workloads_are_shape_sets_it_has(tmp_path: Path) -> None:
     check_shapes("w1", watch)
     with pytest.raises(OptionRefused, match=r"\(they have: full, w0, w1\); did you mean 'w1'\?"):
         check_shapes("w11", watch)
+
+
+def test_a_parse_child_s_folder_is_swept_like_a_job_s(tmp_path: Path) -> None:
+    """A SIGKILL of the daemon while a candidate is parsed leaves the parse child's folder."""
+    work = tmp_path / "work"
+    left = work / f"{PARSE_PREFIX}x1"
+    (left / "parse").mkdir(parents=True)
+    (left / "parse" / "kernel.py").write_text("x = 1\n")
+    lock = sweep_work(work)
+    assert lock is not None
+    lock.close()
+    assert not left.exists()
