@@ -20,6 +20,7 @@ from events.catalog import (
     ProfileRecorded,
     TaskInvalid,
 )
+from nkibench.sandbox.parse_child import PARSE_PREFIX
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from store.engine import make_engine
 from store.jobs.sql import SqlJobQueue
@@ -135,6 +136,10 @@ def test_sigterm_during_a_job_drains_and_the_work_continues(tmp_path: Path) -> N
             assert daemon.stop() == 0
 
 
+def job_folders(work: Path) -> list[Path]:
+    return [p for p in work.glob("nkibench-*") if not p.name.startswith(PARSE_PREFIX)]
+
+
 def test_sigkill_leaves_no_kernel_running_and_the_next_start_sweeps_its_folder(
     tmp_path: Path,
 ) -> None:
@@ -147,10 +152,11 @@ def test_sigkill_leaves_no_kernel_running_and_the_next_start_sweeps_its_folder(
     work = daemon.home / "work"
     try:
         wait_until(lambda: SqlJobQueue(engine).counts().get("running"), 60, "a running job")
-        wait_until(lambda: orphans(work), 10, "the kernel's processes")
+        # the job's own folder: the candidate's parse child (before it) has a folder of its own
+        wait_until(lambda: job_folders(work) and orphans(work), 30, "the job's processes")
         daemon.stop(signal.SIGKILL)
         wait_until(lambda: not orphans(work), 10, "the kernel's processes to die")
-        [leaked] = work.glob("nkibench-*")
+        [leaked] = job_folders(work)
         size = sum(f.stat().st_size for f in leaked.rglob("*") if f.is_file())
         assert size > 0
         daemon.start()
