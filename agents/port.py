@@ -15,9 +15,10 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agents.llm import Completion, LLMClient, LLMError
+from agents.calls import stoppable
+from agents.llm import Completion, LLMClient
 from agents.prompts import Prompts
-from agents.roles import NoCode, executor_messages, extract_code, fixer_messages
+from agents.roles import executor_messages, extract_code, fixer_messages
 from events.catalog import PortAttempted, PortFinished, PortStarted
 from nkibench.backend import Backend
 from nkibench.dialects import NKI, NKI_LEGACY, check_target
@@ -85,7 +86,10 @@ class Porter:
         shapes: str | None = None,
         fixes: int = FIXES,
         say: Callable[[str], None] = lambda _line: None,
+        check_stop: Callable[[], None] = lambda: None,
     ) -> None:
+        """`check_stop` raises to leave the port (a daemon draining); the next run resumes
+        it from its events."""
         self.llm = llm
         self.recorder = recorder
         self.backend = backend
@@ -94,6 +98,7 @@ class Porter:
         """The shape set verified (None: each task's smallest)."""
         self.fixes = fixes
         self.say = say
+        self.check_stop = check_stop
         self.prompts = Prompts(NKI.name)
 
     def run(self, task: TaskSpec, reason: str, out_dir: str | None = None) -> PortOutcome:
@@ -196,13 +201,20 @@ class Porter:
     ) -> tuple[str | None, KernelResult | None, str | None]:
         """One answer and its verdict on every seed: (source, result, None), or (None, None,
         why there is no code)."""
-        try:
-            answer = self._ask(task, call_id, failing)
-            source = extract_code(
-                answer.text, answer.finish_reason, CURRENT_HEADER, NKI.entry_points
+
+        def answer() -> str:
+            completion = self._ask(task, call_id, failing)
+            return extract_code(
+                completion.text, completion.finish_reason, CURRENT_HEADER, NKI.entry_points
             )
-        except (LLMError, NoCode) as e:
-            return None, None, str(e)
+
+        # on a step thread, as the search's calls: a port asked to stop leaves at once. Asked
+        # from the search's own thread, a port call that hung held a draining daemon for the
+        # call's whole time limit, past DRAIN_LIMIT_S (the call is asked again, by its id, at
+        # the next start).
+        (source,) = stoppable([answer], check_stop=self.check_stop, width=1)
+        if isinstance(source, Exception):  # an LLMError or NoCode: no code this attempt
+            return None, None, str(source)
         result = check_kernel(
             ported_task(task, source),
             backend=self.backend,

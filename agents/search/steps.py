@@ -14,13 +14,13 @@ order, so the log does not depend on which answer came first.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from agents.calls import stoppable
 from agents.config import SearchConfig
 from agents.llm import Completion, LLMClient, LLMError
 from agents.memory import MemoryProjection, MemoryState, lesson_as_shown, shown_to_planner
@@ -139,51 +139,11 @@ class LLMUnavailable(Exception):
     resumes at the same iteration."""
 
 
-STOP_POLL_S = 0.5
-"""How often a search waiting on its LLM calls looks whether it should stop."""
-
-
 def _parallel(ctx: Context, work: Sequence[Callable[[], T]]) -> list[T | Exception]:
     """Run LLM steps concurrently, at most max_concurrency at a time; results (or their
-    exceptions) in the given order.
-
-    The steps run on daemon threads, and the wait looks at the search's stop every
-    STOP_POLL_S: a search asked to stop (the daemon draining) leaves at once, even with a call
-    that hangs or trickles, and no thread of it holds the process at exit (a thread pool's
-    workers are joined when the interpreter ends, which kept a stopped daemon alive until
-    SIGKILL)."""
-    ctx.check_stop()
-    if not work:
-        return []
-    slots = threading.Semaphore(min(len(work), ctx.client.config.max_concurrency))
-    results: dict[int, T | Exception] = {}
-    crashes: list[BaseException] = []
-    left = [len(work)]
-    lock, done = threading.Lock(), threading.Event()
-
-    def run(index: int, step: Callable[[], T]) -> None:
-        try:
-            with slots:
-                results[index] = step()
-        except (LLMError, NoCode) as e:
-            results[index] = e
-        except BaseException as e:  # a bug: raised again in the search's own thread
-            crashes.append(e)
-        finally:
-            with lock:
-                left[0] -= 1
-                if left[0] == 0:
-                    done.set()
-
-    for index, step in enumerate(work):
-        threading.Thread(
-            target=run, args=(index, step), name=f"llm-step-{index}", daemon=True
-        ).start()
-    while not done.wait(STOP_POLL_S):
-        ctx.check_stop()
-    if crashes:
-        raise crashes[0]
-    return [results[index] for index in range(len(work))]
+    exceptions) in the given order. A search asked to stop (the daemon draining) leaves at
+    once, even with a call that hangs or trickles (agents/calls.py)."""
+    return stoppable(work, check_stop=ctx.check_stop, width=ctx.client.config.max_concurrency)
 
 
 # --- the planner ------------------------------------------------------------------------

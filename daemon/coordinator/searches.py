@@ -194,7 +194,7 @@ class SearchLauncher:
                 with self._lock:
                     self._weights[task.name] = task.weight
                 if needs_port(task.dialect, self.opened.target, self.dialects):
-                    task = self._ported(task)
+                    task = self._ported(task, stop)
                 search = Search(
                     task=task,
                     recorder=self.recorder,
@@ -232,13 +232,18 @@ class SearchLauncher:
             finally:
                 self.wake.set()
 
-    def _ported(self, task: TaskSpec) -> TaskSpec:
+    def _ported(self, task: TaskSpec, stop: threading.Event) -> TaskSpec:
         """A legacy-NKI task moved to current NKI (verified by nkisim on every seed) before its
         search, where this daemon's backend and target run only current NKI."""
         if self.llm is None:
             raise TaskError(f"{task.path}: a legacy NKI task needs a port, and the agents are off")
         reason = f"the {self.opened.name} backend on {self.opened.target} runs only current NKI"
         log.info("porting a legacy NKI task before optimizing it", reason=reason)
+
+        def check_stop() -> None:  # the search's own stop, so that a drain leaves the port too
+            if stop.is_set() or self.stopping.is_set():
+                raise Interrupted(f"the port of {task.name} stopped; it resumes at the next start")
+
         verifier = open_backend("nkisim", target=self.opened.target, isolation=self.isolation)
         porter = Porter(
             llm=self.llm,
@@ -247,6 +252,7 @@ class SearchLauncher:
             target=self.opened.target,
             shapes=self.options.shapes,
             say=log.info,
+            check_stop=check_stop,
         )
         outcome = porter.run(task, reason)
         if outcome.source is None:

@@ -1,7 +1,8 @@
 """Many hosts on one real PostgreSQL server, every part a real process: `accelopt worker`s as
 "hosts" (distinct host names, nkisim devices), a coordinating `accelopt daemon` without devices
 of its own, the scripted LLM server. And the server restarted under two workers of the `sleep`
-backend, this test their coordinator: they keep their devices and serve on."""
+backend, this test their coordinator: they keep their devices and serve on. And a job that
+fails on every device, by its backend raising or by its workers dying under it, ends `failed`."""
 
 from __future__ import annotations
 
@@ -14,12 +15,15 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
+from daemon.workers.host import SLEEP_BACKEND
+from daemon.workers.worker import QueuedProfiler
 from events.catalog import (
     LLMCallCompleted,
     ProfileRecorded,
@@ -27,8 +31,12 @@ from events.catalog import (
     WorkerStarted,
     WorkerStopped,
 )
+from nkibench.result import KernelResult
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
+from nkibench.task.spec import load_task
 from store.engine import make_engine
+from store.jobs.base import FailedRun, GiveUp, Job
+from store.jobs.claiming import WORKER_DIED
 from store.jobs.fleet import FleetJobQueue, queue_name
 from store.jobs.leases import lease_key, lease_space
 from store.recorder import Recorder
@@ -204,7 +212,9 @@ def test_a_worker_killed_in_the_middle_of_a_job_leaves_it_to_another(
     assert recovered_s < 60
 
 
-def _sleep_jobs(queue: FleetJobQueue, prefix: str, count: int, ms: float) -> list[str]:
+def _sleep_jobs(
+    queue: FleetJobQueue, prefix: str, count: int, ms: float, priority: float = 0.0
+) -> list[str]:
     ids = [f"{prefix}-{n:02d}" for n in range(count)]
     for job_id in ids:
         queue.submit(
@@ -213,7 +223,7 @@ def _sleep_jobs(queue: FleetJobQueue, prefix: str, count: int, ms: float) -> lis
             task="sleep",
             kind="sleep",
             payload={"backend": "sleep", "target": "any", "ms": ms},
-            priority=0.0,
+            priority=priority,
         )
     return ids
 
@@ -343,3 +353,138 @@ def test_a_worker_whose_device_another_took_while_its_session_was_gone_says_so_a
     assert [s.reason for s in stopped] == [
         "other workers took every device of this one (h1/0) while its database session was gone"
     ]
+
+
+def test_a_job_failing_on_every_device_ends_failed_and_its_waiting_search_is_told(
+    tmp_path: Path, fresh_pg_url: Callable[[], str]
+) -> None:
+    """A search's profile job on the `sleep` backend's queue: that backend reads a payload's
+    `ms`, which a profile job has none of, so it raises on every run, on any device (the
+    infrastructure failing, no verdict on the kernel). The first run fails on h1; h1 then takes
+    a long sleep job (ranked first), so the retries go to h2. After the default 3 failed runs
+    on 2 devices, with both workers alive throughout (given up for its devices, not for lack
+    of them), the job is `failed`, runs no more, and the search's profiler waiting on it gets a
+    `job_failed` result naming both devices."""
+    url = fresh_pg_url()
+    fleet = {"ACCELOPT_FLEET_STALLED_S": "3"}
+    first, second = (
+        WorkerProcess(tmp_path / host, url, "--backend", "sleep", "--devices", "1",
+                      "--host", host, env=fleet)
+        for host in ("h1", "h2")
+    )  # fmt: skip
+    engine = make_engine(url)
+    queue = FleetJobQueue(engine)
+    stop = threading.Event()
+    profiler = QueuedProfiler(
+        queue,
+        backend_name=SLEEP_BACKEND,
+        target="any",
+        shapes="small",
+        priority=lambda _task: 0.0,
+        should_stop=stop.is_set,
+    )
+    task = load_task(SUITE / "silu")
+    results: list[KernelResult] = []
+    waiting = threading.Thread(
+        target=lambda: results.append(profiler.profile(task, task.kernel_source, job_id="broken"))
+    )
+
+    def failed_runs() -> list[str]:
+        job = queue.get("broken")
+        return [run.worker for run in job.failed_runs] if job is not None else []
+
+    try:
+        first.start()
+        waiting.start()
+        assert wait_until(failed_runs, 30, "the first failed run") == ["h1/0"]
+        (busy,) = _sleep_jobs(queue, "busy", 1, 120_000, priority=1.0)
+        wait_until(
+            lambda: (job := queue.get(busy)) is not None and job.worker == "h1/0", 30, "h1 busy"
+        )
+        second.start()
+        waiting.join(60)
+        assert not waiting.is_alive(), "the search's profiler is still waiting"
+        both_alive = first.alive() and second.alive()
+        given_up = queue.get("broken")
+        with engine.connect() as connection:  # procrastinate's job ended too: no more runs
+            carried = connection.execute(
+                sa.text(
+                    "SELECT status::text, attempts FROM procrastinate_jobs "
+                    "WHERE queueing_lock = 'broken'"
+                )
+            ).all()
+    finally:
+        stop.set()
+        waiting.join(10)
+        stopped = [worker.stop() for worker in (first, second)]
+        queue.close()
+        engine.dispose()
+    assert stopped == [0, 0]
+    assert both_alive
+    # its three runs; the last, which gave the job up, ended it quietly: no retry is left
+    assert [tuple(row) for row in carried] == [("succeeded", 3)], carried
+    assert given_up is not None
+    assert given_up.state == "failed"
+    devices = [run.worker for run in given_up.failed_runs]
+    # (h1 takes the long job before the first retry is due, 2 s on: h2 runs the rest)
+    assert devices == ["h1/0", "h2/0", "h2/0"], devices
+    assert {run.error for run in given_up.failed_runs} == {"KeyError: 'ms'"}
+    (result,) = results
+    assert (result.error_kind, result.correct) == ("job_failed", False)
+    expected = "job broken failed on 3 runs on h1/0, h2/0; the last: KeyError: 'ms'"
+    assert expected in result.message, result.message
+
+
+def test_a_job_whose_workers_are_killed_under_it_ends_failed_by_recovery(
+    tmp_path: Path, fresh_pg_url: Callable[[], str]
+) -> None:
+    """`recover` (the coordinator's maintenance, called here as its clock would) counts a dead
+    worker's running job as a failed run, `its worker died`, and queues it again; given up
+    after 2 runs on 2 devices, the second death leaves it `failed` (procrastinate's job too),
+    and its waiter gets it as failed."""
+    url = fresh_pg_url()
+    fleet = {"ACCELOPT_FLEET_STALLED_S": "3"}
+    first, second = (
+        WorkerProcess(tmp_path / host, url, "--backend", "sleep", "--devices", "1",
+                      "--host", host, env=fleet)
+        for host in ("h1", "h2")
+    )  # fmt: skip
+    engine = make_engine(url)
+    queue = FleetJobQueue(engine, stalled_s=3, give_up=GiveUp(runs=2, devices=2))
+    (job_id,) = _sleep_jobs(queue, "long", 1, 120_000)
+
+    def running_on(device: str) -> bool:
+        job = queue.get(job_id)
+        return job is not None and (job.state, job.worker) == ("running", device)
+
+    def recovered(runs: int) -> Job | None:
+        queue.recover()
+        job = queue.get(job_id)
+        return job if job is not None and len(job.failed_runs) == runs else None
+
+    seen: list[Job] = []
+    try:
+        for worker, device in ((first, "h1/0"), (second, "h2/0")):
+            worker.start()  # one at a time: the job can only be the killed worker's, again
+            wait_until(partial(running_on, device), 30, f"the job on {device}")
+            worker.stop(signal.SIGKILL)
+            seen.append(wait_until(partial(recovered, len(seen) + 1), 30, f"{device}'s death"))
+        told = queue.result(job_id, 0)
+        with engine.connect() as connection:
+            carried = connection.execute(
+                sa.text("SELECT status::text FROM procrastinate_jobs WHERE queueing_lock = :job"),
+                {"job": job_id},
+            ).all()
+    finally:
+        for worker in (first, second):
+            if worker.alive():
+                worker.stop()
+        queue.close()
+        engine.dispose()
+    requeued, given_up = seen
+    assert requeued.state == "pending"  # the first death: queued again for another worker
+    assert given_up.state == "failed"
+    assert given_up.failed_runs == (FailedRun("h1/0", WORKER_DIED), FailedRun("h2/0", WORKER_DIED))
+    assert [tuple(row) for row in carried] == [("failed",)]
+    assert told is not None
+    assert told.state == "failed"

@@ -19,7 +19,7 @@ import time
 import urllib.parse
 import zlib
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +28,14 @@ from typing import Literal
 import pytest
 
 from daemon.coordinator.service import DRAIN_LIMIT_S
-from events.catalog import LLMCallCompleted, PlanProposed, SearchFinished, SearchStarted
+from events.catalog import (
+    LLMCallCompleted,
+    PlanProposed,
+    PortFinished,
+    PortStarted,
+    SearchFinished,
+    SearchStarted,
+)
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from store.sql import SqlEventStore
 from tests.support import agent_script
@@ -108,14 +115,15 @@ def faulty_daemon(
     tmp_path: Path,
     script: Callable[[Request], Reply],
     fixer_attempts: int = 0,
+    args: Sequence[str] = (),
     **settings: str,
 ) -> Iterator[Run]:
-    """The daemon on silu against `script`; when the block ends, SIGTERM, which must end it
-    with status 0 within DRAIN_LIMIT_S, and no form of the key may be in its database file or
-    its log."""
+    """The daemon on silu against `script` (`args`: more of its options); when the block ends,
+    SIGTERM, which must end it with status 0 within DRAIN_LIMIT_S, and no form of the key may
+    be in its database file or its log."""
     with running_llm(script) as llm:
         env = {**agent_script.llm_env(llm.url), "ACCELOPT_LLM_API_KEY": KEY, **settings}
-        search = [*AGENTS, "--fixer-attempts", str(fixer_attempts)]
+        search = [*AGENTS, "--fixer-attempts", str(fixer_attempts), *args]
         daemon = DaemonProcess(tmp_path, *search, env=env)
         daemon.drop(SUITE / "silu", "silu")
         daemon.start()
@@ -250,6 +258,37 @@ def test_sigterm_does_not_wait_for_a_hanging_fixer_call(tmp_path: Path) -> None:
     assert run.stop_s < 5.0, f"the stop waited {run.stop_s:.1f} s for the fixer's call"
     assert not [c for c in run.calls() if c.role == "fixer"]  # nothing answered it
     assert run.finished() == []
+
+
+def test_sigterm_does_not_wait_for_a_hanging_port_call(tmp_path: Path) -> None:
+    """On trn3, where only current NKI runs, the legacy silu is ported to current NKI before its
+    search; the port's call never gets an answer (the call's time limit is the default's order,
+    far past the drain limit), and SIGTERM lands while it hangs."""
+    release = threading.Event()
+    port_asked = threading.Event()
+
+    def script(request: Request) -> Reply:
+        if "->nki@trn3/" in request.call_id:  # a port's call (agents/port.py port_id)
+            port_asked.set()
+            release.wait(120)  # past any limit of this test
+            return Reply(agent_script.fenced(agent_script.FAST))
+        return agent_script.answer(request)
+
+    try:
+        with faulty_daemon(
+            tmp_path, script, args=("--target", "trn3"), ACCELOPT_LLM_TIMEOUT_S="600"
+        ) as run:
+            assert port_asked.wait(60), "the port was never asked"
+    finally:
+        release.set()
+    # the drain left the hanging call behind (it is asked again at the next start)
+    assert run.stop_s < 5.0, f"the stop waited {run.stop_s:.1f} s for the port's call"
+    started = run.daemon.events(PortStarted)
+    assert [(p.task, p.target) for p in started] == [("silu", "trn3")]
+    assert run.daemon.events(PortFinished) == []
+    assert run.calls() == []  # nothing answered it
+    assert run.daemon.events(SearchStarted) == []  # the port comes before the search
+    assert "the port of silu stopped" in run.daemon.log_text()
 
 
 def test_429_with_retry_after_is_waited_for_up_to_the_cap(tmp_path: Path) -> None:
