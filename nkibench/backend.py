@@ -53,6 +53,9 @@ class Phase:
     the task's reference code, or the backend's own (a probe, the device's ceilings)."""
     backend_environment: bool = False
     """The child gets the backend's environment (the GPU, the Neuron tools)."""
+    reports_progress: bool = False
+    """The child beats while it simulates (nkibench.sandbox.progress), so a kernel that has no
+    baseline time to go by may run past its limit while it beats (nkibench.harness)."""
 
 
 REFERENCE_PHASE = Phase("nkibench.sandbox.reference:reference_phase", "task")

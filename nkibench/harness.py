@@ -42,7 +42,13 @@ from nkibench.sandbox import results
 from nkibench.sandbox.folders import SessionFolders
 from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.parse_child import static_violations
-from nkibench.sandbox.process import RESULT_LIMIT, ChildOutcome, Limits, run_child
+from nkibench.sandbox.process import (
+    KERNEL_FLOOR_S,
+    RESULT_LIMIT,
+    ChildOutcome,
+    Limits,
+    run_child,
+)
 from nkibench.sandbox.resources import HOST_MEMORY_FRACTION, host_memory_mb, memory_cap_mb
 from nkibench.sandbox.results import MalformedResult
 from nkibench.sandbox.static_check import violation_kind
@@ -53,6 +59,7 @@ from nkibench.task.toml import FULL
 from nkibench.task.workloads import DATA_FILE_LIMIT
 
 __all__ = [
+    "KERNEL_FLOOR_S",
     "Inputs",
     "Session",
     "check_kernel",
@@ -115,22 +122,53 @@ def run_phase(
         raise PhaseFailure(DEATH_KIND[phase.runs], f"{_who(name, phase)} handed back {e}") from None
 
 
-KERNEL_FLOOR_S = 60.0
-KERNEL_FACTOR = 10.0
-"""A kernel child may take max(KERNEL_FLOOR_S, KERNEL_FACTOR x the reference's phase time)
-plus the backend's fixed start-up (compiling), never more than the task's limit: a hanging
-kernel costs a minute or so, not the task's whole budget. nkisim runs a kernel 1-4x slower than
-NumPy runs the reference (bench/RESULTS.md), and the reference phase runs every seed too."""
+REFERENCE_FACTOR = 10.0
+"""Without a baseline time or a progress measure (a Triton or Neuron baseline), a kernel
+child may take max(the floor, REFERENCE_FACTOR x the reference's phase time): the reference's
+NumPy or PyTorch time is the only yardstick left, though no measure of the kernel's."""
+BASELINE_FACTOR = 10.0
+"""Once the task's baseline kernel has run on this backend, target and shape set, a kernel
+child may take max(the floor, BASELINE_FACTOR x the baseline's kernel time x its runs): room
+for a candidate ten times slower than the baseline (a legitimate but worse idea costs a run,
+not a kill), while a hang still ends at a multiple of what the task's own kernel needs."""
+PROGRESS_CEILING_FACTOR = 30.0
+"""Without a baseline time, a child that beats (nkisim: instructions executing) may run past
+the floor up to PROGRESS_CEILING_FACTOR x the floor (half an hour at 60 s, the full shapes'
+default limit): the baseline itself of a slow-to-simulate task completes, and a kernel that
+fakes its beats is still bounded."""
 
 
-def kernel_limits(limits: Limits, reference_s: float | None) -> Limits:
-    """The limits of a kernel child once the task's own cost is known; a limit the task sets
-    itself (`adaptive` off) holds as written: an interpreter's time is no multiple of NumPy's,
-    and a legitimate kernel of many small instructions may need far more than ten times it."""
-    if reference_s is None or not limits.adaptive:
+def kernel_limits(
+    limits: Limits,
+    *,
+    reference_s: float | None,
+    baseline_kernel_s: float | None = None,
+    kernel_runs: int = 1,
+    reports_progress: bool = False,
+) -> Limits:
+    """The limits of a kernel child, never above the task's limit plus nothing: a limit the
+    task sets itself (`adaptive` off) holds as written. Else, from the best measure of the
+    kernel's own cost: the baseline's kernel time (`baseline_kernel_s`, per run, the phase
+    running the kernel `kernel_runs` times), else the floor, extended while the child makes
+    progress where its phase `reports_progress`, else the reference's time (`reference_s`;
+    None: nothing measured yet, the task's limit holds). The backend's start-up (compiling)
+    comes on top of each."""
+    if not limits.adaptive:
         return limits
-    measured = limits.startup_s + max(KERNEL_FLOOR_S, KERNEL_FACTOR * reference_s)
-    return replace(limits, timeout_s=min(limits.timeout_s, measured))
+    floor = limits.kernel_floor_s
+    if baseline_kernel_s is not None:
+        return _within(limits, max(floor, BASELINE_FACTOR * kernel_runs * baseline_kernel_s))
+    if reports_progress:
+        ceiling = min(limits.timeout_s, limits.startup_s + PROGRESS_CEILING_FACTOR * floor)
+        return replace(_within(limits, floor), progress_until_s=ceiling)
+    if reference_s is None:
+        return limits
+    return _within(limits, max(floor, REFERENCE_FACTOR * reference_s))
+
+
+def _within(limits: Limits, allowed_s: float) -> Limits:
+    """`limits` with a time limit of the start-up plus `allowed_s`, at most the task's."""
+    return replace(limits, timeout_s=min(limits.timeout_s, limits.startup_s + allowed_s))
 
 
 def share_of_host(
@@ -176,7 +214,8 @@ def _death(name: str, phase: Phase, outcome: ChildOutcome, limits: Limits) -> tu
         )
     if outcome.timed_out:
         return ("timeout" if phase.runs == "kernel" else kind), (
-            f"{who} ran past the {limits.timeout_s:g} s limit and was killed with its process group"
+            f"{who} ran past the {_limit_reached(outcome, limits)} and was killed with its "
+            "process group"
         )
     if outcome.flooded:
         return limit_kind, (
@@ -193,6 +232,15 @@ def _death(name: str, phase: Phase, outcome: ChildOutcome, limits: Limits) -> tu
     if number:
         return kind, f"{who} crashed with {outcome.describe_signal()}{detail}"
     return kind, f"{who} exited with status {outcome.returncode} and no result{detail}"
+
+
+def _limit_reached(outcome: ChildOutcome, limits: Limits) -> str:
+    ceiling = limits.progress_until_s
+    if ceiling is None:
+        return f"{limits.timeout_s:g} s limit"
+    if outcome.duration_s >= ceiling:
+        return f"{ceiling:g} s ceiling of a child making progress"
+    return f"{limits.timeout_s:g} s limit making no progress (no instruction executed)"
 
 
 @dataclass
@@ -212,6 +260,9 @@ class Session:
     backend: Backend
     order_check: bool
     cancel: threading.Event | None = None
+    baseline_kernel_s: float | None = None
+    """The task's baseline kernel's time (its first seed) on this backend, target and shape
+    set, where known: the yardstick of a candidate's limit."""
     inputs: Inputs | None = None
     """The reference's run on the session's seeds."""
     out_dir: Path | None = None
@@ -256,7 +307,16 @@ class Session:
     ) -> dict[str, Any]:
         declared = self.backend.phases[phase]
         backend_side = declared.backend_environment
-        limits = kernel_limits(self.limits, self.reference_s) if phase == "kernel" else self.limits
+        limits = self.limits
+        if phase == "kernel":
+            limits = kernel_limits(
+                limits,
+                reference_s=self.reference_s,
+                baseline_kernel_s=self.baseline_kernel_s,
+                # every seed, and nkisim's order check runs the first again
+                kernel_runs=len(self.seeds) + 1,
+                reports_progress=declared.reports_progress,
+            )
         self.last_phase = (phase, declared)
         return run_phase(
             phase,
@@ -586,6 +646,7 @@ def _evaluate(
     limits: Limits | None,
     jobs: int,
     cancel: threading.Event | None = None,
+    baseline_kernel_s: float | None = None,
 ) -> KernelResult:
     if shapes == FULL and task.workloads:
         return _evaluate_workloads(
@@ -601,6 +662,8 @@ def _evaluate(
             limits=limits,
             jobs=jobs,
             cancel=cancel,
+            # the baseline's time over every workload: room enough for each of them
+            baseline_kernel_s=baseline_kernel_s,
         )
     started = time.monotonic()
     refusal = backend.refusal(task.dialect)
@@ -642,6 +705,7 @@ def _evaluate(
                 backend,
                 order_check,
                 cancel,
+                baseline_kernel_s,
             )
             _judge(session, profile)
     except PhaseFailure as failure:
@@ -701,9 +765,11 @@ def check_kernel(
     threads: int = 1,
     limits: Limits | None = None,
     jobs: int = 1,
+    baseline_kernel_s: float | None = None,
 ) -> KernelResult:
     """Check `kernel_source` (default: the task's kernel.py) for correctness on `backend`;
-    `jobs` run at once on this host (each gets at most its share of the host's memory)."""
+    `jobs` run at once on this host (each gets at most its share of the host's memory);
+    `baseline_kernel_s`: the task's baseline kernel's time here, where known (kernel_limits)."""
     return _evaluate(
         task,
         backend,
@@ -717,6 +783,7 @@ def check_kernel(
         threads=threads,
         limits=limits,
         jobs=jobs,
+        baseline_kernel_s=baseline_kernel_s,
     )
 
 
@@ -734,10 +801,11 @@ def profile_kernel(
     limits: Limits | None = None,
     jobs: int = 1,
     cancel: threading.Event | None = None,
+    baseline_kernel_s: float | None = None,
 ) -> KernelResult:
     """Check the kernel, then time it on `backend` (nkisim: an estimated latency) and put
     the latency against the task's roofline (% of peak). Raises Cancelled when `cancel` is
-    set while a child runs; `jobs` run at once on this host, as in check_kernel."""
+    set while a child runs; `jobs` and `baseline_kernel_s` as in check_kernel."""
     return _evaluate(
         task,
         backend,
@@ -752,4 +820,5 @@ def profile_kernel(
         limits=limits,
         jobs=jobs,
         cancel=cancel,
+        baseline_kernel_s=baseline_kernel_s,
     )

@@ -87,6 +87,9 @@ class Config:
     """Kernel lines of affine_range loops to run backwards (None: none; empty: all)."""
     strict_capacity: bool = False
     kernel_file: str = "kernel.py"
+    beat: Callable[[], None] | None = None
+    """Called on every instruction executed: how the sandbox's parent sees a long simulation
+    making progress (nkibench.sandbox.progress)."""
 
 
 @dataclass
@@ -188,7 +191,7 @@ class Machine:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.target = TARGETS[config.target]
-        self.trace = Trace()
+        self.trace = Trace(config.beat)
         self._ids = itertools.count(1)
         self.warnings: list[str] = []
         self.grid: tuple[int, ...] = ()

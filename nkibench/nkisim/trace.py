@@ -5,7 +5,7 @@ issued it. The cost model schedules it; capacity accounting reads its liveness."
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -208,7 +208,9 @@ class WriteLog:
 class Trace:
     """The recorded instructions and, per allocation, its writes and live ranges."""
 
-    def __init__(self) -> None:
+    def __init__(self, beat: Callable[[], None] | None = None) -> None:
+        self.beat = beat
+        """Called on every instruction added (nkisim.machine.Config.beat)."""
         self.instructions: list[Instruction] = []
         self._writes: dict[int, dict[tuple[int, ...], WriteLog]] = {}
         """allocation → block coordinates (() for accesses not inside one block) → writes."""
@@ -255,6 +257,8 @@ class Trace:
         attrs: dict[str, Any] | None = None,
         line: int = 0,
     ) -> Instruction:
+        if self.beat is not None:
+            self.beat()
         index = len(self.instructions)
         deps: set[int] = set()
         for operand, block in inputs:

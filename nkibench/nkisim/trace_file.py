@@ -18,7 +18,7 @@ contiguous_bytes, box], and a box a list of [low, high) pairs.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -81,8 +81,14 @@ def write_trace(
     outputs: Iterable[OutputRecord],
     instructions: Iterable[Instruction],
     lifetimes: Iterable[Lifetime],
+    *,
+    beat: Callable[[], None] | None = None,
 ) -> None:
+    """`beat` is called per line: writing a long trace is the simulator's progress too."""
+
     def line(record: list[Any]) -> None:
+        if beat is not None:
+            beat()
         out.write(json.dumps(record, separators=(",", ":")) + "\n")
 
     line(["trace", FORMAT, target])

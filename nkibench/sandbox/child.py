@@ -7,7 +7,7 @@ written it.
 The request names the phase's function as "module:function" (the backend's phase table,
 nkibench.backend.Phase); the module is imported here, after the limits apply, so that nothing
 of a backend loads in a child that does not run it. This module imports only the standard
-library and nkibench.sandbox's process helpers before the request is read.
+library and nkibench.sandbox's process and progress helpers before the request is read.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 from nkibench.sandbox.lifeline import hold
 from nkibench.sandbox.process import RESULT_FD_VARIABLE, apply_limits
+from nkibench.sandbox.progress import PROGRESS_FD_KEY, PROGRESS_FD_VARIABLE
 
 __all__ = ["main"]
 
@@ -48,6 +49,9 @@ def main() -> None:
     hold()  # first: a child whose parent is gone ends here, before anything loads
     channel = os.fdopen(int(os.environ.pop(RESULT_FD_VARIABLE)), "wb")
     request = json.loads(sys.stdin.buffer.read())
+    beats = os.environ.pop(PROGRESS_FD_VARIABLE, None)
+    if beats is not None:  # a phase that reports progress finds its pipe in the request
+        request[PROGRESS_FD_KEY] = int(beats)
     apply_limits(request["limits"])  # before anything of the task or the kernel runs
     try:
         result = _phase(request["entry"])(request)

@@ -34,9 +34,11 @@ from typing import IO, Any, Literal
 from nkibench.sandbox.disk import DiskQuota
 from nkibench.sandbox.isolation import Isolation, Mounts, Tmpfs
 from nkibench.sandbox.lifeline import LIFELINE_VARIABLE
+from nkibench.sandbox.progress import PROGRESS_FD_VARIABLE, Deadline, ProgressWatch
 from nkibench.sandbox.resources import split_memory
 
 __all__ = [
+    "KERNEL_FLOOR_S",
     "RESULT_FD_VARIABLE",
     "RESULT_LIMIT",
     "Cancelled",
@@ -54,6 +56,11 @@ Results hold per-seed numbers and short messages: kilobytes, a few megabytes wit
 RESULT_FD_VARIABLE = "ACCELOPT_RESULT_FD"
 """Names the descriptor the child writes its result to: a file without a name, made and held by
 the parent (never a path in the child's folder, which the child could replace with a link)."""
+
+
+KERNEL_FLOOR_S = 60.0
+"""The adaptive kernel limit's floor: a hanging kernel costs a minute or so, not the task's
+whole budget."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,11 @@ class Limits:
     adaptive: bool = True
     """Whether a kernel child's limit may be shortened to what the task's measured cost
     allows; False where the task sets its limit itself (which then holds as written)."""
+    kernel_floor_s: float = KERNEL_FLOOR_S
+    """The least an adaptive kernel limit allows (nkibench.harness.kernel_limits)."""
+    progress_until_s: float | None = None
+    """A child that reports progress (nkibench.sandbox.progress) and keeps reporting it runs
+    past timeout_s up to this ceiling; None: timeout_s ends it, progress or not."""
     disk_mb: int = 4096
     """What the job's folders may hold on disk, every child's writes together
     (nkibench.sandbox.disk); no one file may be larger either."""
@@ -169,22 +181,22 @@ Ending = Literal["exited", "timed out", "cancelled", "flooded", "over quota"]
 
 def _wait(
     process: subprocess.Popen[bytes],
-    deadline: float,
+    deadline: Deadline,
     cancel: threading.Event | None,
     streams: Sequence[int],
     output_bytes: int,
     *,
     quota: DiskQuota | None,
 ) -> Ending:
-    """Wait for the child until it exits, the deadline, a cancel, one of its output `streams`
-    (file descriptors) growing past `output_bytes`, or its job's folders over their `quota`;
-    the caller kills the group."""
+    """Wait for the child until it exits, the deadline (its limit, or a ceiling while it makes
+    progress), a cancel, one of its output `streams` (file descriptors) growing past
+    `output_bytes`, or its job's folders over their `quota`; the caller kills the group."""
     while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
+        now = time.monotonic()
+        if deadline.passed(now):
             return "timed out"
         try:
-            process.wait(timeout=min(left, CANCEL_POLL_S))
+            process.wait(timeout=deadline.wait_s(now, CANCEL_POLL_S))
             return "exited"
         except subprocess.TimeoutExpired:
             if any(os.fstat(fd).st_size > output_bytes for fd in streams):
@@ -256,7 +268,15 @@ def run_child(
         tmpfs=Tmpfs.of(split_memory(limits.memory_mb)),
     )
     lifeline, held = os.pipe()  # the child reads; only this process ever holds `held`
+    # the child writes its beats; only the child holds `beats` once it has started
+    watched, beats = os.pipe() if limits.progress_until_s is not None else (-1, -1)
+    progress = {PROGRESS_FD_VARIABLE: str(beats)} if beats >= 0 else {}
     started = time.monotonic()
+    deadline = Deadline(
+        started + limits.timeout_s,
+        started + max(limits.timeout_s, limits.progress_until_s or 0.0),
+        ProgressWatch(watched) if watched >= 0 else None,
+    )
     try:
         # Nameless files (unlinked at once) in the parent's own temporary folder: the child
         # gets descriptors, and nothing it does to its folder changes what the parent reads.
@@ -275,13 +295,16 @@ def run_child(
                     **child_environment(workdir, limits.threads, environment),
                     LIFELINE_VARIABLE: str(lifeline),
                     RESULT_FD_VARIABLE: str(channel.fileno()),
+                    **progress,
                 },
                 close_fds=True,
-                pass_fds=(lifeline, channel.fileno()),
+                pass_fds=(lifeline, channel.fileno(), *([beats] if beats >= 0 else [])),
                 process_group=0,
             )
-            os.close(lifeline)
-            lifeline = -1
+            for fd in (lifeline, beats):
+                if fd >= 0:
+                    os.close(fd)
+            lifeline = beats = -1
             ending: Ending = "exited"
             try:
                 assert process.stdin is not None
@@ -292,7 +315,7 @@ def run_child(
                     pass  # the child died at start; its outcome says why
                 ending = _wait(
                     process,
-                    started + limits.timeout_s,
+                    deadline,
                     cancel,
                     (stdout.fileno(), stderr.fileno()),
                     limits.output_mb * 1024 * 1024,
@@ -319,6 +342,6 @@ def run_child(
                 result=_result(channel),
             )
     finally:
-        for fd in (lifeline, held):
+        for fd in (lifeline, held, watched, beats):
             if fd >= 0:
                 os.close(fd)

@@ -1,5 +1,6 @@
-"""A kernel's time limit follows the task's own measured cost (the reference's phase), with the
-task's limit as the ceiling: a hanging kernel costs a minute, not the task's whole budget."""
+"""A kernel's time limit follows the task's own measured cost, with the task's limit as the
+ceiling: a hanging kernel costs a minute, not the task's whole budget (the baseline's kernel
+time and nkisim's progress: tests/nkibench/test_progress_limits.py)."""
 
 from __future__ import annotations
 
@@ -16,21 +17,22 @@ from nkibench.task.spec import load_task
 from tests.support import DATA
 
 
-def test_the_kernel_limit_is_the_floor_or_ten_times_the_reference_under_the_ceiling() -> None:
+def test_without_baseline_or_progress_the_limit_is_the_floor_or_ten_times_the_reference() -> None:
     ceiling = Limits(timeout_s=1800.0)
-    assert kernel_limits(ceiling, None).timeout_s == 1800.0  # nothing measured yet
-    assert kernel_limits(ceiling, 1.0).timeout_s == KERNEL_FLOOR_S == 60.0
-    assert kernel_limits(ceiling, 20.0).timeout_s == 200.0
-    assert kernel_limits(Limits(timeout_s=30.0), 1.0).timeout_s == 30.0  # the task's ceiling
+    assert kernel_limits(ceiling, reference_s=None).timeout_s == 1800.0  # nothing measured yet
+    assert kernel_limits(ceiling, reference_s=1.0).timeout_s == KERNEL_FLOOR_S == 60.0
+    assert kernel_limits(ceiling, reference_s=20.0).timeout_s == 200.0
+    assert kernel_limits(Limits(timeout_s=30.0), reference_s=1.0).timeout_s == 30.0  # the task's
     compiling = Limits(timeout_s=2400.0, startup_s=600.0)  # neuron: compiling comes on top
-    assert kernel_limits(compiling, 1.0).timeout_s == 660.0
+    assert kernel_limits(compiling, reference_s=1.0).timeout_s == 660.0
 
 
 def test_a_limit_the_task_sets_holds_as_written(tmp_path: Path) -> None:
     """(A legitimate current-NKI kernel of many small instructions was killed at 60 s although
     its task.toml said `timeout_s = 3600`: the limit was min(the task's, 10 x the reference's
     time), and an interpreter's time is no multiple of NumPy's.)"""
-    assert kernel_limits(Limits(timeout_s=3600.0, adaptive=False), 1.0).timeout_s == 3600.0
+    written = Limits(timeout_s=3600.0, adaptive=False)
+    assert kernel_limits(written, reference_s=1.0, reports_progress=True) == written
     cases = (
         ("timeout_s = 3600", {"full": True, "small": True}),
         ("timeout_s = { small = 900 }", {"full": False, "small": True}),
@@ -43,7 +45,9 @@ def test_a_limit_the_task_sets_holds_as_written(tmp_path: Path) -> None:
             toml.write(f"\n[limits]\n{limits}\n")
         task = load_task(folder)
         for shapes, fixed in declared.items():
-            child = kernel_limits(NkisimBackend().limits(task, shapes, 1), 1.0)
+            child = kernel_limits(
+                NkisimBackend().limits(task, shapes, 1), reference_s=1.0, reports_progress=True
+            )
             if fixed:
                 assert child.timeout_s == task.timeout_for(shapes) > KERNEL_FLOOR_S, limits
             else:

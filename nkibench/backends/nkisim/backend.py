@@ -31,7 +31,9 @@ from nkibench.task.spec import TaskSpec
 
 __all__ = ["CHECK_PHASE", "KERNEL_PHASE", "NkisimBackend", "apply_estimate", "taken", "trace_check"]
 
-KERNEL_PHASE = Phase("nkibench.backends.nkisim.phases:kernel_phase", "kernel")
+KERNEL_PHASE = Phase(
+    "nkibench.backends.nkisim.phases:kernel_phase", "kernel", reports_progress=True
+)
 CHECK_PHASE = Phase("nkibench.backends.nkisim.estimate:estimate_phase", "backend")
 
 

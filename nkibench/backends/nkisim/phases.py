@@ -26,6 +26,7 @@ from nkibench.sandbox.kernel import (
     save_outputs,
     seed_arguments,
 )
+from nkibench.sandbox.progress import PROGRESS_FD_KEY, Beat
 
 __all__ = ["ORDER_TOLERANCE", "TRACE_FILE", "kernel_phase", "order_tolerance"]
 
@@ -93,10 +94,12 @@ def _order_check(
     )
 
 
-def _write_trace(request: dict[str, Any], run: KernelRun) -> None:
+def _write_trace(request: dict[str, Any], run: KernelRun, beat: Beat | None) -> None:
     outputs = [OutputRecord(o.alloc.id, tuple(o.data.shape), o.box) for o in run.tensors]
     with (Path(request["out_dir"]) / TRACE_FILE).open("w", encoding="utf-8") as out:
-        write_trace(out, request["target"], outputs, run.trace.instructions, run.lifetimes)
+        write_trace(
+            out, request["target"], outputs, run.trace.instructions, run.lifetimes, beat=beat
+        )
 
 
 def _install_front(dialect_name: str) -> None:
@@ -114,10 +117,13 @@ def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
     kernel, failure = load_phase_kernel(request)
     if failure is not None:
         return failure
+    beats = request.get(PROGRESS_FD_KEY)
+    beat = Beat(beats) if beats is not None else None
     config = Config(
         target=request["target"],
         strict_capacity=request["strict_capacity"],
         kernel_file=request["kernel_file"],
+        beat=beat,
     )
     seeds: dict[str, Any] = {}
     warnings: list[str] = []
@@ -137,7 +143,7 @@ def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
             "kernel_s": run.seconds,
         }
         if number == 0:
-            _write_trace(request, run)
+            _write_trace(request, run, beat)
             warnings = run.warnings
         del run
     return {"ok": True, "seeds": seeds, "warnings": warnings}

@@ -1,0 +1,139 @@
+"""A kernel's adaptive time limit follows the backend's own measure of the kernel's cost, never
+the reference's NumPy time: the baseline's kernel time once it is known, and before that
+nkisim's progress (instructions executing), which carries a slow but live simulation past the
+floor while a hang still ends there."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from nkibench.backends.nkisim.backend import NkisimBackend
+from nkibench.harness import (
+    BASELINE_FACTOR,
+    PROGRESS_CEILING_FACTOR,
+    check_kernel,
+    kernel_limits,
+)
+from nkibench.sandbox.process import Limits
+from nkibench.task.spec import TaskSpec, load_task
+
+FLOOR_S = 2.0
+"""The tests' floor: the production 60 s scaled down, so a slow kernel is 3x it in seconds."""
+SLOW_REPEATS = 14000
+"""Load-store pairs of a 128 x 8192 tile that take nkisim about 3x FLOOR_S here."""
+START_UP_S = 8.0
+"""What a check spends outside the kernel's limit: the static check's child, the reference's
+and the comparison's, each a sandboxed Python that imports NumPy."""
+
+REFERENCE = """
+import numpy as np
+
+
+def get_inputs():
+    return [np.random.normal(size=(128, 8192)).astype(np.float32)]
+
+
+def forward(x):
+    return x
+"""
+SLOW_KERNEL = """
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def kernel(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for _ in nl.sequential_range({repeats}):
+        nl.store(out, value=nl.load(x))
+    return out
+"""
+HANG_KERNEL = """
+import neuronxcc.nki as nki
+
+
+@nki.jit
+def kernel(x):
+    n = 0
+    while n >= 0:
+        n += 1
+    return x
+"""
+
+
+def _task(folder: Path, kernel: str) -> TaskSpec:
+    folder.mkdir()
+    (folder / "reference.py").write_text(REFERENCE)
+    (folder / "kernel.py").write_text(kernel)
+    return load_task(folder)
+
+
+def slow_task(folder: Path, repeats: int = SLOW_REPEATS) -> TaskSpec:
+    return _task(folder, SLOW_KERNEL.format(repeats=repeats))
+
+
+def _check(task: TaskSpec, baseline_kernel_s: float | None = None) -> tuple[float, str, str]:
+    """The check's wall time, error kind and message under the tests' floor (no task limit)."""
+    started = time.monotonic()
+    result = check_kernel(
+        task,
+        backend=NkisimBackend(),
+        shapes="full",
+        seeds=(1,),
+        limits=Limits(timeout_s=120.0, kernel_floor_s=FLOOR_S),
+        baseline_kernel_s=baseline_kernel_s,
+    )
+    return time.monotonic() - started, result.error_kind or "", result.message or ""
+
+
+def test_the_limit_follows_the_baseline_then_progress_then_the_reference() -> None:
+    task_limit = Limits(timeout_s=7200.0)
+    by_baseline = kernel_limits(task_limit, reference_s=1.0, baseline_kernel_s=10.0, kernel_runs=2)
+    assert by_baseline.timeout_s == BASELINE_FACTOR * 2 * 10.0 == 200.0
+    assert by_baseline.progress_until_s is None  # a candidate's room is the baseline's multiple
+    fast = kernel_limits(task_limit, reference_s=1.0, baseline_kernel_s=0.01, reports_progress=True)
+    assert fast.timeout_s == 60.0  # the floor
+    assert fast.progress_until_s is None
+    compiling = Limits(timeout_s=7200.0, startup_s=600.0)
+    assert kernel_limits(compiling, reference_s=None, baseline_kernel_s=10.0).timeout_s == 700.0
+    capped = kernel_limits(Limits(timeout_s=90.0), reference_s=None, baseline_kernel_s=10.0)
+    assert capped.timeout_s == 90.0  # never above the task's limit
+    fixed = Limits(timeout_s=3600.0, adaptive=False)
+    assert kernel_limits(fixed, reference_s=1.0, baseline_kernel_s=10.0) == fixed
+
+    # no baseline yet: the floor, extended while the simulator makes progress
+    simulated = kernel_limits(task_limit, reference_s=100.0, reports_progress=True)
+    assert simulated.timeout_s == 60.0  # the reference's 100 s says nothing of the kernel's
+    assert simulated.progress_until_s == PROGRESS_CEILING_FACTOR * 60.0 == 1800.0
+    short = kernel_limits(Limits(timeout_s=120.0, kernel_floor_s=FLOOR_S), reference_s=None)
+    assert short.timeout_s == 120.0  # nothing measured, no progress: the task's limit
+    scaled = kernel_limits(
+        Limits(timeout_s=120.0, kernel_floor_s=FLOOR_S), reference_s=1.0, reports_progress=True
+    )
+    assert (scaled.timeout_s, scaled.progress_until_s) == (FLOOR_S, PROGRESS_CEILING_FACTOR * 2)
+    # no baseline and no progress measure (Triton, Neuron): the reference is all there is
+    assert kernel_limits(task_limit, reference_s=20.0).timeout_s == 200.0
+
+
+def test_a_slow_kernel_that_makes_progress_runs_past_the_floor(tmp_path: Path) -> None:
+    """(A legitimate current-NKI conv1d of many small instructions was killed at 60 s.)"""
+    elapsed, kind, message = _check(slow_task(tmp_path / "slow"))
+    assert (kind, message) == ("", "")
+    assert elapsed > 3 * FLOOR_S
+
+
+def test_a_hang_without_progress_is_a_timeout_at_the_floor(tmp_path: Path) -> None:
+    elapsed, kind, message = _check(_task(tmp_path / "hang", HANG_KERNEL))
+    assert kind == "timeout"
+    assert f"the {FLOOR_S:g} s limit making no progress" in message
+    assert elapsed < FLOOR_S + START_UP_S
+
+
+def test_a_candidate_gets_the_baseline_derived_limit(tmp_path: Path) -> None:
+    """The slow kernel as a candidate of a task whose baseline ran 0.15 s: 10 x 0.15 s x its two
+    runs (one seed, and the order check) is 3 s, above the floor, and its progress buys no more."""
+    elapsed, kind, message = _check(slow_task(tmp_path / "slow"), baseline_kernel_s=0.15)
+    assert kind == "timeout"
+    assert "ran past the 3 s limit and was killed" in message
+    assert 3.0 < elapsed < 3.0 + START_UP_S
