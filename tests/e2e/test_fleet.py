@@ -426,8 +426,11 @@ def test_a_job_failing_on_every_device_ends_failed_and_its_waiting_search_is_tol
     assert given_up is not None
     assert given_up.state == "failed"
     devices = [run.worker for run in given_up.failed_runs]
-    # (h1 takes the long job before the first retry is due, 2 s on: h2 runs the rest)
-    assert devices == ["h1/0", "h2/0", "h2/0"], devices
+    # h1 takes the long job before the first retry is due (2 s on) unless this host stalls
+    # the test longer than that; either way the job ran on both devices before it was given up
+    assert len(devices) == 3, devices
+    assert devices[0] == "h1/0", devices
+    assert set(devices) == {"h1/0", "h2/0"}, devices
     assert {run.error for run in given_up.failed_runs} == {"KeyError: 'ms'"}
     (result,) = results
     assert (result.error_kind, result.correct) == ("job_failed", False)

@@ -120,7 +120,8 @@ def test_a_slow_kernel_that_makes_progress_runs_past_the_floor(tmp_path: Path) -
     """(A legitimate current-NKI conv1d of many small instructions was killed at 60 s.)"""
     elapsed, kind, message = _check(slow_task(tmp_path / "slow"))
     assert (kind, message) == ("", "")
-    assert elapsed > 3 * FLOOR_S
+    # it ran well past the floor (about 3x here; the margin lets a host twice as fast pass)
+    assert elapsed > 1.5 * FLOOR_S
 
 
 def test_a_hang_without_progress_is_a_timeout_at_the_floor(tmp_path: Path) -> None:
