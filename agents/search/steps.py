@@ -142,7 +142,11 @@ class LLMUnavailable(Exception):
 def _parallel(ctx: Context, work: Sequence[Callable[[], T]]) -> list[T | Exception]:
     """Run LLM steps concurrently, at most max_concurrency at a time; results (or their
     exceptions) in the given order. A search asked to stop (the daemon draining) leaves at
-    once, even with a call that hangs or trickles (agents/calls.py)."""
+    once, even with a call that hangs or trickles (agents/calls.py). With no step, nothing
+    asks for the client: a search without agents has none."""
+    ctx.check_stop()
+    if not work:
+        return []
     return stoppable(work, check_stop=ctx.check_stop, width=ctx.client.config.max_concurrency)
 
 
