@@ -72,18 +72,19 @@ class Band:
         return None
 
 
-def _banded(like: torch.Tensor, device: torch.device) -> tuple[torch.Tensor, Band]:
-    """A tensor of `like`'s shape, strides and dtype on `device`, inside a guarded storage."""
+def _banded(like: torch.Tensor, device: torch.device, what: str) -> tuple[torch.Tensor, Band]:
+    """A tensor of `like`'s shape, strides and dtype on `device`, inside a guarded storage;
+    only the bands are written here (the caller fills the buffer itself)."""
     size, stride = tuple(like.shape), tuple(like.stride())
     guard = GUARD_BYTES // like.element_size()
     span = extent(like)
     storage = _EMPTY(span + 2 * guard, dtype=like.dtype, device=device)
     raw = storage.view(torch.uint8)
-    raw.fill_(CANARY)
+    start, end = guard * like.element_size(), (guard + span) * like.element_size()
+    raw[:start].fill_(CANARY)
+    raw[end:].fill_(CANARY)
     tensor = storage.as_strided(size, stride, storage_offset=guard)
-    start = guard * like.element_size()
-    band = Band(raw, start, start + span * like.element_size(), like.element_size(), "")
-    return tensor, band
+    return tensor, Band(raw, start, end, like.element_size(), what)
 
 
 class Canaries:
@@ -103,7 +104,7 @@ class Canaries:
             if not isinstance(value, torch.Tensor) or not _plain(value) or not value.numel():
                 guarded.append(value)
                 continue
-            tensor, band = _banded(value, value.device)
+            tensor, band = _banded(value, value.device, "")  # named by check()
             tensor.copy_(value)
             self.inputs[_storage(tensor)] = band
             guarded.append(tensor)
@@ -158,9 +159,9 @@ class Canaries:
         shaped = allocate(*args, **{**kwargs, "device": "meta"})  # the shape and strides
         if shaped.layout != torch.strided or not shaped.numel():
             return allocate(*args, **kwargs)  # type: ignore[no-any-return]
-        tensor, band = _banded(shaped, _device_of(args, kwargs, sourced=sourced))
         dtype = str(shaped.dtype).removeprefix("torch.")
-        band.what = f"a {tuple(shaped.shape)} {dtype} buffer run() allocated"
+        what = f"a {tuple(shaped.shape)} {dtype} buffer run() allocated"
+        tensor, band = _banded(shaped, _device_of(args, kwargs, sourced=sourced), what)
         self.allocated.append(band)
         return tensor
 
