@@ -21,6 +21,9 @@ from typing import Any, Literal
 from flashinfer_bench.data import Definition, Solution, Trace
 from pydantic import BaseModel, ValidationError
 
+# one rendering of flashinfer_bench's refusals, the importer's, so both say the same
+from daemon.flashinfer.dataset import problem
+
 __all__ = [
     "Item",
     "Origin",
@@ -29,7 +32,6 @@ __all__ = [
     "Source",
     "find_blob",
     "open_source",
-    "problem",
     "scan",
 ]
 
@@ -109,16 +111,6 @@ class Scan:
 
     def of(self, kind: Kind) -> list[Item]:
         return [i for i in self.items if i.kind == kind]
-
-
-def problem(error: ValidationError) -> str:
-    """pydantic's errors on one line: where and what, the first three."""
-    parts = []
-    for item in error.errors()[:3]:
-        where = ".".join(str(p) for p in item.get("loc", ()))
-        parts.append(f"{where}: {item['msg']}" if where else str(item["msg"]))
-    more = len(error.errors()) - 3
-    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
 
 def _git(folder: Path, *args: str) -> str | None:
