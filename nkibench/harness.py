@@ -98,7 +98,7 @@ def run_phase(
         if not folders.owns(folder):
             raise ValueError(f"{folder}: not a folder of this session (a child may have made it)")
     own = folders.fresh(name)
-    quota = folders.quota(limits.disk_mb)
+    quota = folders.quota(limits.disk_mb, isolation)
     outcome = run_child(
         CHILD,
         {**request, "entry": phase.entry},

@@ -1,117 +1,139 @@
-"""A job's disk quota: what its folders hold, measured by the parent while a child runs.
+"""A job's disk quota: what its folders hold, measured while a child runs and once it has ended.
 
 RLIMIT_FSIZE bounds one file, not the sum of many, and an unprivileged process has no
-filesystem quota to set. So the parent walks the job's folders (the session's root, which only
-it can see: nkibench.sandbox.folders) while each child runs and once it has ended, and a child
+filesystem quota to set. So the job's folders are measured while each child runs, and a child
 whose job holds more than its quota is killed with its group.
 
-The tree is the child's: anything may be in it. The walk starts at a descriptor the parent
-opened itself, opens nothing but directories (O_DIRECTORY, O_NOFOLLOW, relative to their
-parent's descriptor: never a link, a FIFO or a device), stats without following links, and
-counts what it finds as untrusted data: a tree that changes under it is measured again at the
-next poll; one too deep or with too many entries to walk quickly is over its quota as well.
+The folders are the children's: anything may be in them (links, FIFOs, trees deep enough to
+exhaust a walker's descriptors), and the parent never opens a path inside a tree a child could
+write. So the walk is not the parent's: `du` (coreutils) does it, in a sandbox of its own,
+built like a kernel's (nkibench.sandbox.isolation: the children's user, no network, nothing
+writable), that sees the job's folders read-only. The parent names only the folders it made
+(nkibench.sandbox.folders) and reads back two numbers: du's totals of blocks and of inodes
+(`-s -c`: a hard link counted once, links never followed). A meter that fails is not believed
+to have measured anything: over its time limit, or having met entries it could not read,
+while the child runs it is asked again at the next poll, and once the job's children have ended
+(when nothing changes the tree any more) the folders count as over their quota.
+
+A meter costs about 10 ms (two bubblewrap starts); the pace keeps it a small part of the
+parent's time.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import stat
+import shutil
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from nkibench.sandbox.isolation import Isolation, Mounts, Tmpfs
 
 __all__ = ["DiskQuota", "Usage", "measure"]
 
 MAX_ENTRIES = 100_000
-"""Files and folders a job may hold: walking them costs the parent about a tenth of a second."""
-MAX_DEPTH = 64
-"""Folders nested deeper than this are refused (each level holds a descriptor during the walk)."""
+"""Files and folders a job may hold: each is an inode of the daemon's state disk."""
+METER_TIMEOUT_S = 10.0
+"""A tree du cannot walk in this long is over its quota (as many entries as MAX_ENTRIES take
+well under a second)."""
 WALK_SHARE = 10
-"""A walk starts at most every WALK_SHARE times the last walk's duration (and at most once
-per poll of the child): the parent's thread spends at most a tenth of its time walking."""
-DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+"""A walk starts at most every WALK_SHARE times the last walk's duration (and at most once per
+poll of the child): the parent's thread spends at most a tenth of its time waiting on meters."""
+METER_TMPFS = Tmpfs(1024 * 1024, 1024 * 1024)
+OUTPUT_LIMIT = 4096
+"""du prints one line per folder and a total; a longer answer is not du's."""
 
 
 @dataclass(frozen=True)
 class Usage:
     bytes: int
     entries: int
-    too_deep: bool = False
+    complete: bool = True
+    """Whether du read every entry (it skips what it cannot read, and says so in its status)."""
+    timed_out: bool = False
 
     @property
-    def walked(self) -> bool:
-        """Whether the whole tree was counted (a tree too large stops the walk)."""
-        return self.entries <= MAX_ENTRIES and not self.too_deep
+    def over_limits(self) -> bool:
+        return self.timed_out or self.entries > MAX_ENTRIES
 
 
-def measure(root_fd: int) -> Usage:
-    """The blocks (bytes on disk) and entries under the folder open at `root_fd`, a hard link
-    counted once; the walk stops past MAX_ENTRIES entries or MAX_DEPTH levels."""
-    used = entries = 0
-    seen: set[tuple[int, int]] = set()
-    stack = [(os.dup(root_fd), 0)]
+def _du_total(
+    argv: Sequence[str], folders: Sequence[Path], isolation: Isolation
+) -> tuple[int, bool] | None:
+    """du's total over `folders` with the options `argv`, and whether du read every entry; None
+    when its answer is not one. Raises subprocess.TimeoutExpired past METER_TIMEOUT_S."""
+    du = shutil.which("du") or "/usr/bin/du"
+    command = isolation.command(
+        [du, "-s", "-c", *argv, "--", *map(str, folders)],
+        workdir=Path("/"),
+        writable=[],
+        read_only=folders,
+        mounts=Mounts(),
+        tmpfs=METER_TMPFS,
+    )
+    done = subprocess.run(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,  # an error per unreadable entry: the status says enough
+        timeout=METER_TIMEOUT_S,
+        check=False,
+    )
+    lines = done.stdout[:OUTPUT_LIMIT].decode("ascii", "replace").splitlines()
+    total, _, label = lines[-1].partition("\t") if lines else ("", "", "")
+    if label != "total" or not total.isdigit():
+        return None
+    return int(total), done.returncode == 0
+
+
+def measure(folders: Sequence[Path], isolation: Isolation) -> Usage:
+    """What `folders` hold together: bytes on disk (blocks) and entries, as du counts them in
+    its sandbox. A count that du could not finish (unreadable entries) is marked incomplete,
+    its partial totals kept: a partial total over the quota is over the quota."""
+    if not folders:
+        return Usage(0, 0)
     try:
-        while stack:
-            fd, depth = stack.pop()
-            subfolders: list[str] = []
-            try:
-                with os.scandir(fd) as listing:
-                    for entry in listing:
-                        entries += 1
-                        if entries > MAX_ENTRIES:
-                            return Usage(used, entries)
-                        try:
-                            info = entry.stat(follow_symlinks=False)
-                        except OSError:
-                            continue  # gone since it was listed
-                        if info.st_nlink > 1 and not stat.S_ISDIR(info.st_mode):
-                            if (info.st_dev, info.st_ino) in seen:
-                                continue
-                            seen.add((info.st_dev, info.st_ino))
-                        used += info.st_blocks * 512
-                        if stat.S_ISDIR(info.st_mode):
-                            subfolders.append(entry.name)
-            except OSError:
-                pass  # removed or replaced while listed: measured again at the next walk
-            if subfolders and depth + 1 > MAX_DEPTH:
-                os.close(fd)
-                return Usage(used, entries, too_deep=True)
-            for name in subfolders:
-                with contextlib.suppress(OSError):  # replaced by a link or a file meanwhile
-                    stack.append((os.open(name, DIRECTORY_FLAGS, dir_fd=fd), depth + 1))
-            os.close(fd)
-    finally:
-        for fd, _ in stack:
-            os.close(fd)
-    return Usage(used, entries)
+        used = _du_total(["-B1"], folders, isolation)
+        entries = _du_total(["--inodes"], folders, isolation)
+    except subprocess.TimeoutExpired:
+        return Usage(0, 0, complete=False, timed_out=True)
+    if used is None or entries is None:
+        return Usage(0, 0, complete=False)
+    return Usage(used[0], entries[0], complete=used[1] and entries[1])
 
 
 @dataclass
 class DiskQuota:
-    """The quota of the folders under `root_fd` (held open by their owner), checked at a pace
-    that keeps the walks' cost a small part of the parent's time."""
+    """The quota of the folders `folders()` names (every folder of the job so far), checked at
+    a pace that keeps the meters' cost a small part of the parent's time."""
 
-    root_fd: int
+    folders: Callable[[], Sequence[Path]]
+    isolation: Isolation
     limit_mb: int
     clock: Callable[[], float] = time.monotonic
     _due: float = field(default=0.0, init=False)
     last: Usage = field(default=Usage(0, 0), init=False)
 
     def exceeded(self, *, now: bool = False) -> bool:
-        """Whether the folders hold more than the quota (or more than can be walked); unless
-        `now`, False without a walk when the last one was too recent."""
+        """Whether the folders hold more than the quota (or more than can be measured); unless
+        `now`, False without a walk when the last one was too recent. `now` is the final word,
+        once the job's children have ended: a meter that could not read everything then counts
+        as over; before, it is asked again at the next poll (a child's own files come and go)."""
         started = self.clock()
         if not now and started < self._due:
             return False
-        self.last = measure(self.root_fd)
+        self.last = measure(self.folders(), self.isolation)
         self._due = started + WALK_SHARE * (self.clock() - started)
-        return not self.last.walked or self.last.bytes > self.limit_mb * 1024 * 1024
+        over = self.last.over_limits or self.last.bytes > self.limit_mb * 1024 * 1024
+        return over or (now and not self.last.complete)
 
     def describe(self) -> str:
         """What the last walk found over the quota, in words."""
-        if self.last.too_deep:
-            return f"folders nested deeper than {MAX_DEPTH} levels"
+        if self.last.timed_out:
+            return f"more than can be measured within {METER_TIMEOUT_S:.0f} s"
         if self.last.entries > MAX_ENTRIES:
             return f"more than {MAX_ENTRIES} files and folders"
-        return f"more than {self.limit_mb} MB (the job's disk quota, [limits] disk_mb)"
+        if self.last.bytes > self.limit_mb * 1024 * 1024:
+            return f"more than {self.limit_mb} MB (the job's disk quota, [limits] disk_mb)"
+        return "entries that the quota's meter could not read (a folder's permissions taken away)"

@@ -21,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 
 from nkibench.sandbox.disk import DiskQuota
+from nkibench.sandbox.isolation import Isolation
 
 __all__ = ["SessionFolders"]
 
@@ -60,9 +61,10 @@ class SessionFolders:
         self._made.add(path)
         return path
 
-    def quota(self, limit_mb: int) -> DiskQuota:
-        """The disk quota of everything under the root, measured from the root's descriptor."""
-        return DiskQuota(self._fd, limit_mb)
+    def quota(self, limit_mb: int, isolation: Isolation) -> DiskQuota:
+        """The disk quota of every folder made here so far, measured in a sandbox of its own
+        (nkibench.sandbox.disk): the parent opens nothing inside them."""
+        return DiskQuota(lambda: sorted(self._made), isolation, limit_mb)
 
     def owns(self, path: Path) -> bool:
         """Whether `path` is one of the folders made here (the only paths a child is given)."""

@@ -15,7 +15,8 @@ from nkibench.backend import Phase
 from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.errors import TaskError
 from nkibench.harness import check_kernel, share_of_host
-from nkibench.sandbox.disk import MAX_DEPTH, measure
+from nkibench.sandbox import disk
+from nkibench.sandbox.disk import DiskQuota, measure
 from nkibench.sandbox.isolation import Isolation, Mounts, Tmpfs
 from nkibench.sandbox.process import Limits
 from nkibench.sandbox.resources import HOST_MEMORY_FRACTION, host_memory_mb, split_memory
@@ -127,7 +128,14 @@ def test_a_task_asking_1_tib_runs_with_the_hosts_share_and_says_so(tmp_path: Pat
     assert f"the job ran with memory_mb = {cap}" in result.warnings[0]
 
 
-def test_the_walk_counts_blocks_once_and_follows_no_link(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def isolation() -> Isolation:
+    return Isolation.detect()
+
+
+def test_the_meter_counts_blocks_once_and_follows_no_link(
+    tmp_path: Path, isolation: Isolation
+) -> None:
     outside = tmp_path / "outside.bin"
     outside.write_bytes(b"x" * 4 * 1024**2)
     root = tmp_path / "root"
@@ -136,33 +144,44 @@ def test_the_walk_counts_blocks_once_and_follows_no_link(tmp_path: Path) -> None
     os.link(root / "a" / "b" / "data.bin", root / "a" / "again.bin")
     (root / "link").symlink_to(outside)
     (root / "folder_link").symlink_to(tmp_path)
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        usage = measure(fd)
-    finally:
-        os.close(fd)
-    assert usage.walked
-    assert usage.entries == 6
+    fifo = root / "fifo"
+    os.mkfifo(fifo)  # a walker that opened it would wait for ever
+    usage = measure([root], isolation)
+    assert usage.complete
+    assert not usage.over_limits
+    assert usage.entries == 7  # root, a, b, the data (again.bin is the same inode), 2 links, fifo
     assert 1024**2 <= usage.bytes < 2 * 1024**2  # the data once; not the 4 MiB outside
 
 
-def test_a_tree_too_deep_to_walk_is_over_its_quota(tmp_path: Path) -> None:
-    deep = tmp_path / "deep"
-    deep.mkdir()
-    fd = os.open(deep, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        level = os.dup(fd)
-        for _ in range(MAX_DEPTH + 2):
-            os.mkdir("d", dir_fd=level)
-            inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=level)
-            os.close(level)
-            level = inner
-        os.close(level)
-        usage = measure(fd)
-    finally:
-        os.close(fd)
-    assert usage.too_deep
-    assert not usage.walked
+def test_a_folder_the_meter_cannot_read_is_over_the_quota_once_the_children_ended(
+    tmp_path: Path, isolation: Isolation
+) -> None:
+    if isolation.child_uid is None:
+        pytest.skip("the meter runs as this user, who may read any folder it owns")
+    root = tmp_path / "root"
+    hidden = root / "hidden"
+    hidden.mkdir(parents=True)
+    (hidden / "data.bin").write_bytes(b"z" * 1024**2)
+    hidden.chmod(0o000)  # what a child can do to a folder it owns
+    quota = DiskQuota(lambda: [root], isolation, limit_mb=64)
+    assert not quota.exceeded()  # while the child runs: asked again at the next poll
+    assert not quota.last.complete
+    assert quota.exceeded(now=True)
+    assert "could not read" in quota.describe()
+
+
+def test_too_many_entries_are_over_the_quota_whatever_their_size(
+    tmp_path: Path, isolation: Isolation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(disk, "MAX_ENTRIES", 50)
+    root = tmp_path / "root"
+    root.mkdir()
+    for i in range(60):
+        (root / f"empty{i}").touch()
+    quota = DiskQuota(lambda: [root], isolation, limit_mb=64)
+    assert quota.exceeded()
+    assert quota.last.entries == 61
+    assert quota.describe() == "more than 50 files and folders"
 
 
 @pytest.mark.parametrize("value", ["10", "1073741824", "'4096'", "true", "4096.5", "-1", "0"])
