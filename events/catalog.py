@@ -147,7 +147,7 @@ class WorkloadProfile(BaseModel):
 class ProfileRecorded(Event):
     """One kernel compiled, checked and timed on one backend; keyed by its job id."""
 
-    schema_version: ClassVar[int] = 5
+    schema_version: ClassVar[int] = 6
 
     job_id: str
     task: str
@@ -191,6 +191,11 @@ class ProfileRecorded(Event):
     """A task with workloads profiled on `full`: each workload's outcome, in order, up to the
     first that failed; `latency_ms` is the geometric mean of theirs. Empty for a task without
     workloads, another shape set, or recorded before."""
+    # version 6: what the kernel's run cost this host
+    kernel_seconds: float | None = Field(default=None, ge=0)
+    """The backend's wall time for the kernel's first checked run on this host (nkisim: the
+    interpretation), seconds: not a latency of the kernel, but a baseline's gives its candidates
+    their time limit (nkibench.harness.kernel_limits). None if unknown or recorded before."""
 
 
 # --- the search ---------------------------------------------------------------------------

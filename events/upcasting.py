@@ -81,6 +81,11 @@ def _profile_v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "workloads": []}
 
 
+def _profile_v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
+    """v6 added what the kernel's run cost the host; a v5 profile did not keep it."""
+    return {**data, "kernel_seconds": None}
+
+
 def _source_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     """v2 added the kernel's dialect, which a v1 revision did not record."""
     return {**data, "dialect": None}
@@ -101,6 +106,7 @@ SHIPPED_UPCASTERS = Upcasters(
         ("ProfileRecorded", 2): _profile_v2_to_v3,
         ("ProfileRecorded", 3): _profile_v3_to_v4,
         ("ProfileRecorded", 4): _profile_v4_to_v5,
+        ("ProfileRecorded", 5): _profile_v5_to_v6,
     }
 )
 """The upcasters of the released schema history."""

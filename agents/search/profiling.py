@@ -38,8 +38,17 @@ class Profiler(Protocol):
     target: str
     shapes: str
 
-    def profile(self, task: TaskSpec, source: str, *, job_id: str) -> KernelResult:
-        """Check and time `source` on `task`; `job_id` names the work (a queue keys on it)."""
+    def profile(
+        self,
+        task: TaskSpec,
+        source: str,
+        *,
+        job_id: str,
+        baseline_kernel_s: float | None = None,
+    ) -> KernelResult:
+        """Check and time `source` on `task`; `job_id` names the work (a queue keys on it);
+        `baseline_kernel_s`, the task's baseline kernel's run on this host, sets the kernel's
+        time limit where the task sets none (nkibench.harness.kernel_limits)."""
         ...
 
 
@@ -95,7 +104,12 @@ class Profiles:
         else:
             self.check_stop()
             source = self.record.source(candidate)
-            result = self.profiler.profile(self.task, source, job_id=job_id)
+            result = self.profiler.profile(
+                self.task,
+                source,
+                job_id=job_id,
+                baseline_kernel_s=None if purpose == "baseline" else self._baseline_kernel_s(),
+            )
             profile = profile_event(
                 result,
                 job_id=job_id,
@@ -107,6 +121,21 @@ class Profiles:
             recorder.record(stream, profile, key=job_id)  # a job's key is its id
         self._seen[candidate, purpose] = profile
         return profile
+
+    def _baseline_kernel_s(self) -> float | None:
+        """What the search's baseline kernel's run cost this host, once it was profiled
+        correct: with the same profiler, so on the same backend, target and shapes."""
+        baseline_id = ids.baseline_id(self.record.search_id)
+        if baseline_id not in self.record.index.candidates:
+            return None
+        baseline = self._seen.get((baseline_id, "baseline"))
+        if baseline is None:
+            job_id = ids.profile_job_id(self.record.search_id, baseline_id, "baseline")
+            recorded = list(self.record.recorder.of_type(f"job:{job_id}", ProfileRecorded))
+            baseline = recorded[-1] if recorded else None
+        if baseline is None or not baseline.correct or not baseline.kernel_seconds:
+            return None
+        return baseline.kernel_seconds
 
     def kernel(self, candidate: str) -> Kernel:
         """The candidate, profiled unless it was rejected before profiling."""
@@ -156,4 +185,12 @@ def profile_event(
         dialect=result.dialect,
         autotuned=result.autotuned,
         workloads=[WorkloadProfile.model_validate(w) for w in result.workloads],
+        kernel_seconds=_host_seconds(result.kernel_seconds),
     )
+
+
+def _host_seconds(seconds: float | None) -> float | None:
+    """A wall time worth keeping: finite and not negative (a clock's oddity is no time)."""
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return None
+    return seconds

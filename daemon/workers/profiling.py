@@ -25,7 +25,14 @@ class LocalProfiler:
     seeds: tuple[int, ...] | None = None
     workdir: Path | None = None
 
-    def profile(self, task: TaskSpec, source: str, *, job_id: str) -> KernelResult:
+    def profile(
+        self,
+        task: TaskSpec,
+        source: str,
+        *,
+        job_id: str,
+        baseline_kernel_s: float | None = None,
+    ) -> KernelResult:
         return profile_kernel(
             task,
             backend=self.make_backend(),
@@ -34,4 +41,5 @@ class LocalProfiler:
             seeds=self.seeds,
             target=self.target,
             workdir=self.workdir,
+            baseline_kernel_s=baseline_kernel_s,
         )

@@ -120,6 +120,7 @@ def profile_job(
                 workdir=workdir,
                 jobs=jobs,
                 cancel=stop,
+                baseline_kernel_s=payload.get("baseline_kernel_s"),
             )
         except Cancelled as e:
             log.info("job released: the worker is stopping")
@@ -183,7 +184,14 @@ class QueuedProfiler:
     should_stop: Callable[[], bool]
     seeds: tuple[int, ...] | None = None
 
-    def profile(self, task: TaskSpec, source: str, *, job_id: str) -> KernelResult:
+    def profile(
+        self,
+        task: TaskSpec,
+        source: str,
+        *,
+        job_id: str,
+        baseline_kernel_s: float | None = None,
+    ) -> KernelResult:
         """Raises TaskError, submitting nothing, for a task without the daemon's shape set:
         its job's `task` failure would be recorded for good (a baseline that fails, a
         promoted kernel demoted), while the task only waits for another `--shapes`."""
@@ -202,6 +210,7 @@ class QueuedProfiler:
                 "target": self.target,
                 "backend": self.backend_name,
                 "dialect": task.dialect,  # a ported task's differs from its folder's
+                "baseline_kernel_s": baseline_kernel_s,
             },
             priority=self.priority(task.name),
         )

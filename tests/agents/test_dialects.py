@@ -211,7 +211,14 @@ def test_the_current_nki_fixer_knows_the_interpreters_errors() -> None:
 class _Profiler:
     backend_name, target, shapes = "nkisim", "trn2", "small"
 
-    def profile(self, task: TaskSpec, source: str, *, job_id: str) -> KernelResult:
+    def profile(
+        self,
+        task: TaskSpec,
+        source: str,
+        *,
+        job_id: str,
+        baseline_kernel_s: float | None = None,
+    ) -> KernelResult:
         raise AssertionError("not profiled in this test")
 
 

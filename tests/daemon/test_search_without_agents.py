@@ -47,6 +47,14 @@ def test_a_tunable_that_breaks_the_kernel_is_rejected_without_a_fixer(home: Path
                 for r in running.events(CandidateRejected, "silu")
                 if r.candidate_id in tuned
             }
+            (baseline,) = [
+                p for p in running.events(ProfileRecorded, "silu") if p.purpose == "baseline"
+            ]
+            limits_from = {}
+            for candidate, profile in profiles.items():
+                job = running.daemon.queue.get(profile.job_id)
+                assert job is not None
+                limits_from[candidate] = job.payload["baseline_kernel_s"]
         finally:
             code = running.stop()
     assert code == 0
@@ -62,3 +70,6 @@ def test_a_tunable_that_breaks_the_kernel_is_rejected_without_a_fixer(home: Path
     assert failed == {broken}
     assert rejected[broken].reason != "duplicate"
     assert not [e for e in running.events(CandidateGenerated, "silu") if e.origin == "fixer"]
+    # the baseline's run on this host sets its candidates' time limit (the task sets none)
+    assert baseline.kernel_seconds is not None and baseline.kernel_seconds > 0
+    assert set(limits_from.values()) == {baseline.kernel_seconds}

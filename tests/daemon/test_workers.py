@@ -68,12 +68,15 @@ def test_a_profile_is_a_job_served_by_a_worker(
     thread = worker(queue, tmp_path, stop)
     thread.start()
     try:
-        result = profiler(queue).profile(task, "source", job_id="profile|silu|1")
+        result = profiler(queue).profile(
+            task, "source", job_id="profile|silu|1", baseline_kernel_s=2.5
+        )
     finally:
         stop.set()
         thread.join(WAIT_S)
     assert not thread.is_alive()
     assert (result.correct, result.latency_ms) == (True, 2.0)
+    assert calls[0]["baseline_kernel_s"] == 2.5  # the candidate's time limit follows it
     job = queue.get("profile|silu|1")
     assert job is not None
     assert job.queue == QUEUE  # routed by the backend and target, not by the payload
