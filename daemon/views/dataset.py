@@ -85,6 +85,8 @@ class Row:
 
 @dataclass(slots=True)
 class DatasetState:
+    """Ids and blob hashes of what a later line may need: never a text."""
+
     dialects: dict[str, str | None] = field(default_factory=dict)
     """Task revision (its content hash) → its kernel language, as recorded."""
     baselines: dict[str, str] = field(default_factory=dict)
@@ -112,7 +114,7 @@ class DatasetFold:
         elif isinstance(event, SearchStarted):
             state.baselines[event.search_id] = event.baseline_candidate_id
         elif isinstance(event, LLMCallCompleted) and event.error is None:
-            cost = event.cost_usd if priced(event) else None
+            cost = max(0.0, event.cost_usd) if priced(event) else None  # as the ledger adds
             state.calls.setdefault(event.call_id, Call(event.model, cost))
         elif isinstance(event, PlanProposed):
             state.plans[event.plan_id] = Plan(event.plan_blob, state.calls.get(event.llm_call_id))
