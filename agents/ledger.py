@@ -14,9 +14,16 @@ from events.catalog import LLMCallCompleted
 from events.codec import decode
 from store.base import EventStore
 
-__all__ = ["Ledger", "Spend"]
+__all__ = ["Ledger", "Spend", "priced"]
 
 TOTAL = "*"
+
+
+def priced(call: LLMCallCompleted) -> bool:
+    """Whether the call's `cost_usd` is what it cost: a model without a price
+    (ACCELOPT_LLM_PRICES) is recorded at 0 with `"priced": false`; a call recorded before that
+    mark existed is taken at its word."""
+    return call.parameters.get("priced") is not False
 
 
 @dataclass
@@ -39,7 +46,7 @@ class Spend:
         self.prompt_tokens += max(0, call.prompt_tokens)
         self.completion_tokens += max(0, call.completion_tokens)
         self.cost_usd += max(0.0, call.cost_usd)
-        if call.parameters.get("priced") is False:
+        if not priced(call):
             self.unpriced_models.add(call.model)
 
 

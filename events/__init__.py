@@ -40,7 +40,7 @@ from events.errors import (
     SchemaVersionTooNew,
     UnknownEventType,
 )
-from events.projection import Projection
+from events.projection import Fold, Projection
 
 __all__ = [
     "EVENT_TYPES",
@@ -59,6 +59,7 @@ __all__ = [
     "EventDecodeError",
     "ExpectedVersion",
     "ExperienceSummarized",
+    "Fold",
     "KernelDemoted",
     "KernelPromoted",
     "KernelRemoved",

@@ -11,17 +11,14 @@ from typing import Any, Protocol, TypeVar
 from events.base import Event
 from events.envelope import Envelope
 
-__all__ = ["Projection", "fold"]
+__all__ = ["Fold", "Projection", "fold"]
 
 S = TypeVar("S")
 
 
-class Projection(Protocol[S]):
-    """A named, versioned fold. Bump `version` whenever `apply` would fold differently:
-    persisted states and snapshots of another version are then rebuilt, never reused."""
-
-    name: str
-    version: str
+class Fold(Protocol[S]):
+    """A deterministic fold: all a reader of the log from position 0 needs (the dataset
+    export), where nothing is persisted."""
 
     def initial(self) -> S:
         """A fresh state, as before the first event."""
@@ -30,6 +27,15 @@ class Projection(Protocol[S]):
     def apply(self, state: S, envelope: Envelope[Event]) -> S:
         """Fold one event; may update `state` in place and must return the state to keep."""
         ...
+
+
+class Projection(Fold[S], Protocol[S]):
+    """A named, versioned fold whose state can be saved. Bump `version` whenever `apply`
+    would fold differently: persisted states and snapshots of another version are then
+    rebuilt, never reused."""
+
+    name: str
+    version: str
 
     def dump(self, state: S) -> dict[str, Any]:
         """The state as a JSON object; `load(dump(s))` folds on exactly like `s`."""
@@ -40,7 +46,7 @@ class Projection(Protocol[S]):
         ...
 
 
-def fold(projection: Projection[S], envelopes: Iterable[Envelope[Event]], state: S) -> S:
+def fold(projection: Fold[S], envelopes: Iterable[Envelope[Event]], state: S) -> S:
     for envelope in envelopes:
         state = projection.apply(state, envelope)
     return state

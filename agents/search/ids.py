@@ -42,6 +42,7 @@ __all__ = [
     "reverify_job_id",
     "search_id",
     "search_key",
+    "search_of_job",
     "summarizer_call_id",
     "tunable_candidate_id",
 ]
@@ -134,6 +135,12 @@ def memory_item_id(call_id: str) -> str:
 
 def profile_job_id(search_id: str, candidate: str, purpose: ProfilePurpose) -> str:
     return _joined(search_id, candidate, purpose)
+
+
+def search_of_job(job_id: str) -> str:
+    """The search a profile job belongs to, from its id (a baseline's profile names no
+    candidate, its search does); a re-verification job's names none: "reverify"."""
+    return job_id.split(SEPARATOR, 1)[0]
 
 
 def reverify_job_id(task: str, candidate: str, epoch: int) -> str:

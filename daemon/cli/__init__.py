@@ -2,12 +2,13 @@
 and an exit status; commands never call sys.exit themselves.
 
 The commands live in rooms by what they work on: the event log (log.py), kernels
-(kernels.py), FlashInfer-Bench's files (flashinfer.py), the agents (agents.py), porting
-legacy NKI (port.py), the service (service.py), the fleet's workers and jobs (fleet.py) and
-the benchmarks (bench.py); the options they share are declared once (options.py). The group
-names them in COMMANDS and imports a room only when one of its commands runs (lazy.py):
-`--help`, `status` and `events` start without the LLM client, the job queue, the backends'
-libraries, the web extra or flashinfer_bench.
+(kernels.py), the training data a run leaves (dataset.py), FlashInfer-Bench's files
+(flashinfer.py), the agents (agents.py), porting legacy NKI (port.py), the service
+(service.py), the fleet's workers and jobs (fleet.py) and the benchmarks (bench.py); the
+options they share are declared once (options.py). The group names them in COMMANDS and
+imports a room only when one of its commands runs (lazy.py): `--help`, `status` and `events`
+start without the LLM client, the job queue, the backends' libraries, the web extra or
+flashinfer_bench.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ COMMANDS = {
         "daemon.cli.service:export_command",
         "The task's promoted kernel with its provenance header (candidate, position, speedup), "
         "or as a FlashInfer-Bench Solution with its Traces.",
+    ),
+    "export-dataset": LazyCommand(
+        "daemon.cli.dataset:export_dataset_command",
+        "One JSON line per profiled candidate (task, platform, parent, plan, kernel, verdict, "
+        "latency and its kind, counters, model, origin, dollars), as of now or any earlier "
+        "moment.",
     ),
     "import-flashinfer": LazyCommand(
         "daemon.cli.flashinfer:import_flashinfer_command",

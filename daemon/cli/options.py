@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -20,6 +21,7 @@ from nkibench.targets import TRAINIUM
 
 __all__ = [
     "KERNEL_OPTIONS",
+    "check_out_folder",
     "database_option",
     "device_list",
     "json_option",
@@ -197,6 +199,13 @@ def until_target(until: str | None) -> int | datetime | None:
         raise click.BadParameter(
             f"{until!r} is neither a position nor an ISO-8601 time", param_hint="--until"
         ) from None
+
+
+def check_out_folder(out: Path) -> None:
+    """A file `--out` names can be written only into a folder that exists: said before any
+    work is done."""
+    if not out.parent.is_dir():
+        raise click.BadParameter(f"{out.parent} is not a directory", param_hint="--out")
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

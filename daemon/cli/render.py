@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import click
 from rich.console import Console
@@ -29,19 +31,31 @@ __all__ = [
     "library_table",
     "parse_until",
     "print_table",
+    "replaced_whole",
     "stored_event_line",
     "write_file",
 ]
 
 
-def write_file(out: Path, text: str) -> None:
-    """`text` into `out` whole or not at all (a reader never sees half a file)."""
+@contextmanager
+def replaced_whole(out: Path) -> Iterator[TextIO]:
+    """A handle whose text becomes `out` when the block ends, whole or not at all: a reader
+    never sees half a file, and a block that fails leaves `out` as it was."""
     staging = out.with_name(f".{out.name}.tmp")
     try:
-        staging.write_text(text, encoding="utf-8")
+        with staging.open("w", encoding="utf-8") as handle:
+            yield handle
         os.replace(staging, out)
     except OSError as e:
         raise click.FileError(str(out), hint=e.strerror or str(e)) from None
+    finally:
+        staging.unlink(missing_ok=True)
+
+
+def write_file(out: Path, text: str) -> None:
+    """`text` into `out` whole or not at all."""
+    with replaced_whole(out) as handle:
+        handle.write(text)
 
 
 def emit_json(value: Any) -> None:

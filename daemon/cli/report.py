@@ -8,7 +8,13 @@ from pathlib import Path
 import click
 
 from daemon.cli.context import app_context
-from daemon.cli.options import database_option, json_option, until_option, until_target
+from daemon.cli.options import (
+    check_out_folder,
+    database_option,
+    json_option,
+    until_option,
+    until_target,
+)
 from daemon.cli.render import emit_json, write_file
 from daemon.views.report.fleet import busy_by_device, listed_jobs
 from daemon.views.report.html import render_report, report_view
@@ -38,6 +44,8 @@ def report_command(
     """The library, each task's latencies and search tree with diffs, the memory's timeline,
     the LLM spend and the fleet's busy time, as one HTML file that works offline."""
     target = until_target(until)
+    if not as_json:
+        check_out_folder(out)
     store = app_context(ctx).open_store(ctx)
     result = replay(store, ReportProjection(), until=target)
     unknown = sorted(set(tasks) - set(result.state.tasks))
@@ -54,8 +62,6 @@ def report_command(
     view = report_view(result.state, store.get_texts, tasks=tasks or None, as_of=as_of,
                        fleet=fleet)  # fmt: skip
     page = render_report(view)
-    if not out.parent.is_dir():
-        raise click.BadParameter(f"{out.parent} is not a directory", param_hint="--out")
     write_file(out, page)
     click.echo(
         f"{out}: {len(view.tasks)} tasks, {view.totals['candidates']} candidates, "

@@ -9,6 +9,7 @@ import click
 
 from daemon.cli.context import app_context
 from daemon.cli.options import (
+    check_out_folder,
     database_option,
     device_list,
     kernel_options,
@@ -218,8 +219,8 @@ def export_command(
         raise click.BadParameter("goes with --format flashinfer", param_hint="--kernel")
     if out is not None and out.is_dir():
         raise click.BadParameter(f"{out} is a directory", param_hint="--out")
-    if out is not None and not out.parent.is_dir():
-        raise click.BadParameter(f"{out.parent} is not a directory", param_hint="--out")
+    if out is not None:
+        check_out_folder(out)
     store = app_context(ctx).open_store(ctx)
     library = replay(store, LibraryProjection(), use_checkpoint=True).state
     promoted = library.promoted().get(task)

@@ -8,7 +8,14 @@ from store.projections.library import (
     Revision,
     TaskRecord,
 )
-from store.projections.runner import ProjectionRunner, Replay, SkippedEvent, replay, resolve_until
+from store.projections.runner import (
+    ProjectionRunner,
+    Replay,
+    SkippedEvent,
+    fold_steps,
+    replay,
+    resolve_until,
+)
 
 __all__ = [
     "LibraryProjection",
@@ -20,6 +27,7 @@ __all__ = [
     "Revision",
     "SkippedEvent",
     "TaskRecord",
+    "fold_steps",
     "replay",
     "resolve_until",
 ]

@@ -1,10 +1,11 @@
-"""Running projections over the log: persisted with exactly-once checkpoints, or replayed
-to any position or time from the best snapshot."""
+"""Running projections over the log: persisted with exactly-once checkpoints, replayed to
+any position or time from the best snapshot, or followed step by step by a reader that acts
+as the fold goes (`fold_steps`)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -12,10 +13,17 @@ from typing import Any, Generic, TypeVar
 from events.codec import DEFAULT_CODEC, Codec
 from events.envelope import StoredEvent
 from events.errors import EventDecodeError
-from events.projection import Projection
+from events.projection import Fold, Projection
 from store.base import Checkpoint, EventStore, Snapshot
 
-__all__ = ["ProjectionRunner", "Replay", "SkippedEvent", "replay", "resolve_until"]
+__all__ = [
+    "ProjectionRunner",
+    "Replay",
+    "SkippedEvent",
+    "fold_steps",
+    "replay",
+    "resolve_until",
+]
 
 S = TypeVar("S")
 
@@ -29,15 +37,15 @@ class SkippedEvent:
     reason: str
 
 
-def _fold_stored(
-    projection: Projection[S],
+def _steps(
+    projection: Fold[S],
     state: S,
     stored_events: Iterable[StoredEvent],
     codec: Codec,
     skipped: list[SkippedEvent] | None,
-) -> tuple[S, int | None]:
-    """Decode and fold; a bad event halts (poison) unless `skipped` collects it."""
-    last = None
+) -> Iterator[tuple[S, int]]:
+    """Decode and fold, yielding the state after each event and the event's position; a bad
+    event halts (poison) unless `skipped` collects it."""
     decode, apply = codec.decode, projection.apply
     for stored in stored_events:
         try:
@@ -48,8 +56,21 @@ def _fold_stored(
             skipped.append(SkippedEvent(stored.position, stored.type, e.reason))
         else:
             state = apply(state, envelope)
-        last = stored.position
-    return state, last
+        yield state, stored.position
+
+
+def _fold_stored(
+    projection: Fold[S],
+    state: S,
+    stored_events: Iterable[StoredEvent],
+    codec: Codec,
+    skipped: list[SkippedEvent] | None,
+) -> tuple[S, int | None]:
+    """The state after the last event, and that event's position (None: no event)."""
+    result: tuple[S, int | None] = (state, None)
+    for step in _steps(projection, state, stored_events, codec, skipped):
+        result = step
+    return result
 
 
 class ProjectionRunner(Generic[S]):
@@ -179,6 +200,24 @@ def resolve_until(store: EventStore, until: int | datetime | None) -> int:
     if until < 0:
         raise ValueError("a position is ≥ 0")
     return min(until, store.head())
+
+
+def fold_steps(
+    store: EventStore,
+    fold: Fold[S],
+    *,
+    until: int | datetime | None = None,
+    codec: Codec = DEFAULT_CODEC,
+) -> Iterator[S]:
+    """The fold of the log from position 0 up to `until` (as `replay` takes it), one event at
+    a time: the state after each event, for a reader that acts while the log is read (the
+    dataset export writes each line as its event goes by) instead of on the end state. Pages
+    of events are read as the steps are taken; nothing is cached or saved; a bad event halts.
+    """
+    target = resolve_until(store, until)
+    events = store.read_all(after=0, until=target)
+    for state, _position in _steps(fold, fold.initial(), events, codec, None):
+        yield state
 
 
 def replay(

@@ -61,6 +61,7 @@ def test_a_search_owns_its_calls_and_no_other_searchs() -> None:
 )
 def test_profile_job_ids(purpose: ProfilePurpose, expected: str) -> None:
     assert ids.profile_job_id(SEARCH, "cparent", purpose) == expected
+    assert ids.search_of_job(expected) == SEARCH  # a baseline's profile is found by its search
 
 
 def test_the_keys_of_the_search_stream() -> None:
@@ -81,4 +82,5 @@ def test_promotion_reverification_and_demotion() -> None:
     assert ids.promotion_key(SEARCH, "cparent") == "promote|silu@0123456789ab#3|cparent"
     job = ids.reverify_job_id(TASK, "cparent", 123456)
     assert job == "reverify|silu|cparent|123456"
+    assert ids.search_of_job(job) == "reverify"  # no search's
     assert ids.demotion_key(job) == "demote|reverify|silu|cparent|123456"

@@ -254,20 +254,6 @@ def test_optimize_without_a_model_says_which_setting_is_missing(
     assert not (tmp_path / "a.db").exists()  # nothing was recorded
 
 
-def _tunable_silu(folder: Path) -> Path:
-    """silu with its tile width as a module-level tunable, COLS."""
-    task = folder / "silu"
-    task.mkdir()
-    (task / "reference.py").write_text((SUITE / "silu" / "reference.py").read_text())
-    kernel = (SUITE / "silu" / "kernel.py").read_text()
-    kernel = kernel.replace("    cols = 1024\n", "    cols = COLS\n")
-    kernel = kernel.replace("@nki.jit", "COLS = 1024\n\n\n@nki.jit")
-    (task / "kernel.py").write_text(kernel)
-    toml = (SUITE / "silu" / "task.toml").read_text()
-    (task / "task.toml").write_text(toml + "\n[tunables]\nCOLS = [512, 1024, 2048]\n")
-    return task
-
-
 def test_the_fixer_tunables_and_a_plateau(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -279,7 +265,7 @@ def test_the_fixer_tunables_and_a_plateau(
             return Reply(agent_script.fenced(agent_script.FAST))
         return agent_script.answer(request)
 
-    task = _tunable_silu(tmp_path)
+    task = agent_script.tunable_silu(tmp_path)
     db = f"sqlite:///{tmp_path / 'fixer.db'}"
     with running_llm(script) as llm:
         llm_environment(monkeypatch, llm, db)

@@ -13,7 +13,7 @@ from events.codec import canonical_json, encode
 from store.base import EventStore
 from store.errors import StoreBusy, StoreError
 from store.projections.library import LibraryProjection
-from store.projections.runner import ProjectionRunner, replay, resolve_until
+from store.projections.runner import ProjectionRunner, fold_steps, replay, resolve_until
 from store.sql import SqlEventStore
 from tests.support import factories
 
@@ -68,6 +68,21 @@ def test_snapshots_serve_replays_as_of_later_positions(store: EventStore) -> Non
     assert earlier.started_from == "zero"
     assert set(earlier.state.tasks) == {"a"}
     assert resolve_until(store, 99) == 4
+
+
+def test_fold_steps_yields_the_state_after_each_event_and_ignores_snapshots(
+    store: EventStore,
+) -> None:
+    for name in ("a", "b", "c"):
+        add_task(store, name)
+    runner = ProjectionRunner(store, LibraryProjection())
+    runner.catch_up(until=2)
+    runner.snapshot()  # a reader of every step starts from zero all the same
+    seen = [sorted(state.tasks) for state in fold_steps(store, LibraryProjection(), until=2)]
+    assert seen == [["a"], ["a", "b"]]
+    *_, last = fold_steps(store, LibraryProjection())
+    whole = replay(store, LibraryProjection(), use_snapshots=False).state
+    assert LibraryProjection().dump(last) == LibraryProjection().dump(whole)
 
 
 def test_two_runners_of_one_projection_cannot_both_save(store: EventStore) -> None:

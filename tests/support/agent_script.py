@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import threading
+from pathlib import Path
 
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from tests.support import DATA
@@ -64,6 +65,19 @@ def llm_env(url: str) -> dict[str, str]:
         "ACCELOPT_LLM_RETRY_BASE_S": "0.05",
         **MODELS,
     }
+
+
+def tunable_silu(folder: Path) -> Path:
+    """silu with its tile width as a module-level tunable, COLS, as a task folder in `folder`."""
+    task = folder / "silu"
+    task.mkdir()
+    (task / "reference.py").write_text((SUITE / "silu" / "reference.py").read_text())
+    kernel = BASELINE.replace("    cols = 1024\n", "    cols = COLS\n")
+    kernel = kernel.replace("@nki.jit", "COLS = 1024\n\n\n@nki.jit")
+    (task / "kernel.py").write_text(kernel)
+    toml = (SUITE / "silu" / "task.toml").read_text()
+    (task / "task.toml").write_text(toml + "\n[tunables]\nCOLS = [512, 1024, 2048]\n")
+    return task
 
 
 def fenced(code: str) -> str:
