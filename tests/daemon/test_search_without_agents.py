@@ -71,5 +71,6 @@ def test_a_tunable_that_breaks_the_kernel_is_rejected_without_a_fixer(home: Path
     assert rejected[broken].reason != "duplicate"
     assert not [e for e in running.events(CandidateGenerated, "silu") if e.origin == "fixer"]
     # the baseline's run on this host sets its candidates' time limit (the task sets none)
-    assert baseline.kernel_seconds is not None and baseline.kernel_seconds > 0
+    assert baseline.kernel_seconds is not None
+    assert baseline.kernel_seconds > 0
     assert set(limits_from.values()) == {baseline.kernel_seconds}
