@@ -125,7 +125,7 @@ class Daemon:
         self._portfolio = ProjectionRunner(store, PortfolioProjection())
         self.runners: list[ProjectionRunner[Any]] = [
             self._library,
-            ProjectionRunner(store, MemoryProjection()),
+            ProjectionRunner(store, MemoryProjection(retention=settings.memory_retention())),
             self._portfolio,
         ]
         self.synced: dict[str, int] = {}

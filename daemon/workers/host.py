@@ -209,7 +209,7 @@ class RevisionCopies:
     def folder(self, task: str, revision: str) -> str:
         with self._lock:
             made = self._made.get((task, revision))
-            if made is None:
+            if made is None or not Path(made).is_dir():  # the daemon may prune an old copy
                 made = str(self._materialize(task, revision).path)
                 self._made[(task, revision)] = made
             return made
