@@ -19,7 +19,6 @@ from events.catalog import (
     KernelRemoved,
     KernelSourceChanged,
     ProfileRecorded,
-    SearchEnd,
     SearchFinished,
     SearchStarted,
     TaskInvalid,
@@ -27,37 +26,9 @@ from events.catalog import (
 from events.codec import canonical_json
 from events.envelope import Envelope
 from tests.support import factories
+from tests.support.factories import finished, started
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
-
-
-def started(task: str, revision: str, search: str, *, agents: bool = True) -> SearchStarted:
-    return SearchStarted(
-        task=task,
-        search_id=search,
-        task_source_hash=revision,
-        baseline_candidate_id=f"{search}-base",
-        backend="nkisim",
-        target="trn1",
-        shapes="full",
-        settings={"beam": 2},
-        models={"planner": "m"} if agents else {},
-    )
-
-
-def finished(
-    task: str, search: str, reason: SearchEnd = "plateau", best_ms: float | None = 0.5
-) -> SearchFinished:
-    return SearchFinished(
-        task=task,
-        search_id=search,
-        reason=reason,
-        detail="",
-        iterations=2,
-        best_candidate_id="c1" if best_ms else None,
-        best_latency_ms=best_ms,
-        latency_kind="estimated" if best_ms else None,
-    )
 
 
 def envelopes(*events: Event) -> list[Envelope[Any]]:
