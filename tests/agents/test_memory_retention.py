@@ -164,7 +164,7 @@ def test_the_state_stays_bounded_over_many_searches_where_the_unpruned_one_grows
     }
     states = {name: p.initial() for name, p in projections.items()}
     position = 0
-    for block in range(4):  # 4 × 300 searches, 4,800 lessons
+    for block in range(4):  # 4 blocks of 300 searches, 4,800 lessons
         for event in searches(block * 300, 300):
             position += 1
             envelope = Envelope(position, "s", position, T0, {}, event)

@@ -124,6 +124,27 @@ def test_dump_and_load_round_trip_and_an_incremental_fold_equals_one_from_scratc
     assert incremental == scratch
 
 
+def test_its_state_grows_with_the_tasks_never_with_the_searches() -> None:
+    """Weeks of searches of two tasks: the saved state after 2,000 is as large as after 20 but
+    for the digits of its counts and times (the projection once kept every search's id)."""
+    projection = PortfolioProjection()
+    state, position, sizes = projection.initial(), 0, []
+    events: list[Event] = [factories.source_changed(t, "h1") for t in ("add", "rms")]
+    for n in range(2000):
+        task = ("add", "rms")[n % 2]
+        events += [
+            started(task, "h1", f"search-{n:05d}", agents=n % 3 != 0),
+            finished(task, f"search-{n:05d}"),
+        ]
+        if n + 1 in (20, 2000):
+            for envelope in envelopes(*events)[position:]:
+                state = projection.apply(state, envelope)
+            position = len(events)
+            sizes.append(len(canonical_json(projection.dump(state))))
+    assert sizes[1] - sizes[0] < 16
+    assert state.tasks["add"].searches == 1000
+
+
 def test_the_cli_and_the_daemon_know_it_by_name() -> None:
     projection = make_projection("portfolio", Settings())
     assert (projection.name, type(projection)) == ("portfolio", PortfolioProjection)

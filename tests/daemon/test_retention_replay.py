@@ -15,7 +15,7 @@ import pytest
 
 from agents.memory import MemoryProjection, MemoryState
 from daemon.projections import make_projection, present
-from daemon.settings import Settings
+from daemon.settings import Settings, SettingsError
 from events.base import Event
 from events.codec import canonical_json
 from store.projections.library import LibraryProjection
@@ -142,3 +142,11 @@ def test_a_replay_after_pruning_gives_the_library_and_memory_the_daemon_held(
     log = run_cli("--db", url, "memory", "log", "--json")
     assert log.code == 0, log.err
     assert log.lines() == everything.state.log
+
+
+def test_a_retention_below_zero_is_refused_naming_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ACCELOPT_MEMORY_CHANGES_KEPT", "-1")
+    with pytest.raises(SettingsError, match="ACCELOPT_MEMORY_CHANGES_KEPT"):
+        Settings.load()
