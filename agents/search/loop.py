@@ -108,7 +108,9 @@ class Search:
             prompts=prompts or Prompts(task.dialect),
             config=config,
             # the planner reads active lessons alone: its fold keeps nothing of the past
-            memory=MemoryProjection(capacity=memory_capacity, retention=Retention(0, 0)),
+            memory=MemoryProjection(
+                capacity=memory_capacity, retention=Retention(retired_per_task=0, changes=0)
+            ),
             operators=task_operators(task.reference_source),
             entry_points=language.entry_points,
             say=self._say,
