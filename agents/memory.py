@@ -8,6 +8,13 @@ Lessons are shared across tasks: the planner of a task sees its own items first,
 tasks' items by the similarity of their operators, and never items learnt on another
 hardware generation.
 
+What the memory keeps of its past is bounded by a `Retention` (the daemon's, from its
+settings): the most recently retired items per task and hardware generation, and the newest
+changes of its log. Pruning is part of the fold, decided by log positions alone, so a replay
+of the log with the same retention gives the same state as the live projection at any
+position; a replay with none (`Retention` None: `accelopt memory log`, the report) rebuilds
+the whole history from the log, which is never pruned.
+
 Lessons cross kernel languages, their code does not: an item's before/after snippets are
 written in its dialect (legacy NKI, current NKI, Triton), and a planner of another dialect sees
 only the lesson's idea, its title and prose, with the code left out (`lesson_as_shown`); an
@@ -33,6 +40,7 @@ __all__ = [
     "MemoryItem",
     "MemoryProjection",
     "MemoryState",
+    "Retention",
     "lesson_as_shown",
     "shown_to_planner",
     "without_code",
@@ -67,8 +75,33 @@ class MemoryItem:
 @dataclass(slots=True)
 class MemoryState:
     items: dict[str, MemoryItem] = field(default_factory=dict)
+    """The active items, and the retired ones the retention keeps."""
     log: list[dict[str, Any]] = field(default_factory=list)
-    """Every change, in log order: {position, change, item_id, task, reason}."""
+    """The changes the retention keeps (every one without it), in log order:
+    {position, change, item_id, task, reason}."""
+    dropped_items: int = 0
+    """Retired items the retention dropped (the log still holds them)."""
+    dropped_changes: int = 0
+    """Changes the retention dropped from `log`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """What the memory keeps of its past: a retired item never comes back (its id is its
+    summarizer call's, and the log's idempotency key admits one event per id), so only the
+    newest are kept, for reading; the planner sees active items alone."""
+
+    retired_per_task: int = 16
+    """Per task and hardware generation, the most recently retired items kept."""
+    changes: int = 1000
+    """The newest changes kept in the change log."""
+
+    def __post_init__(self) -> None:
+        if self.retired_per_task < 0 or self.changes < 0:
+            raise ValueError(f"a retention keeps 0 or more of each: {self}")
+
+    def describe(self) -> str:
+        return f"retired{self.retired_per_task}-changes{self.changes}"
 
 
 def _weakest_first(item: MemoryItem) -> tuple[float, int, str]:
@@ -78,9 +111,13 @@ def _weakest_first(item: MemoryItem) -> tuple[float, int, str]:
 class MemoryProjection:
     name = "memory"
 
-    def __init__(self, capacity: int = 16) -> None:
+    def __init__(self, capacity: int = 16, retention: Retention | None = None) -> None:
+        """`retention` None keeps every retired item and change (an audit of the whole log)."""
         self.capacity = capacity
-        self.version = f"2-capacity{capacity}"  # 2: items carry their dialect
+        self.retention = retention
+        # 2: items carry their dialect; 3: the retention and its counts of what it dropped
+        kept = retention.describe() if retention is not None else "all"
+        self.version = f"3-capacity{capacity}-{kept}"
 
     def initial(self) -> MemoryState:
         return MemoryState()
@@ -89,6 +126,8 @@ class MemoryProjection:
         event = envelope.event
         if isinstance(event, ExperienceSummarized):
             self._summarized(state, event, envelope.position)
+            if self.retention is not None:
+                self._prune(state, self.retention, event.task, event.target)
         return state
 
     def _summarized(self, state: MemoryState, e: ExperienceSummarized, position: int) -> None:
@@ -147,15 +186,42 @@ class MemoryProjection:
                 f"the weakest evidence (|ln speedup| {item.evidence:.3f})",
             )
 
+    @staticmethod
+    def _prune(state: MemoryState, retention: Retention, task: str, target: str) -> None:
+        """Drop what the retention does not keep. Only the (task, target) just changed can
+        hold too many retired items, and only this event's changes can overflow the log."""
+        retired = sorted(
+            (
+                item
+                for item in state.items.values()
+                if item.status == "retired" and item.task == task and item.target == target
+            ),
+            key=lambda item: (item.retired_position or 0, item.item_id),
+        )
+        for item in retired[: max(0, len(retired) - retention.retired_per_task)]:
+            del state.items[item.item_id]
+            state.dropped_items += 1
+        excess = len(state.log) - retention.changes
+        if excess > 0:
+            del state.log[:excess]
+            state.dropped_changes += excess
+
     def dump(self, state: MemoryState) -> dict[str, Any]:
         return {
             "items": {k: asdict(v) for k, v in sorted(state.items.items())},
             "log": state.log,
+            "dropped_items": state.dropped_items,
+            "dropped_changes": state.dropped_changes,
         }
 
     def load(self, data: dict[str, Any]) -> MemoryState:
         items = {k: MemoryItem(**v) for k, v in data["items"].items()}
-        return MemoryState(items=items, log=list(data["log"]))
+        return MemoryState(
+            items=items,
+            log=list(data["log"]),
+            dropped_items=data["dropped_items"],
+            dropped_changes=data["dropped_changes"],
+        )
 
     def present(self, state: MemoryState, text: Callable[[str], str]) -> dict[str, Any]:
         """The active items as `accelopt memory` shows them (summaries read from blobs)."""
@@ -177,7 +243,8 @@ class MemoryProjection:
                 }
                 for i in active
             ],
-            "retired": sum(1 for i in state.items.values() if i.status == "retired"),
+            "retired": state.dropped_items
+            + sum(1 for i in state.items.values() if i.status == "retired"),
         }
 
 

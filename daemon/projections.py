@@ -1,10 +1,13 @@
-"""The projections the CLI and daemon know by name (`accelopt projection NAME`)."""
+"""The projections the CLI and daemon know by name (`accelopt projection NAME`), made as the
+settings configure them: a replay with the daemon's configuration starts from its snapshots
+and gives the state the daemon held."""
 
 from collections.abc import Callable
 from typing import Any
 
 from agents.memory import MemoryProjection
 from daemon.coordinator.portfolio import PortfolioProjection
+from daemon.settings import Settings
 from daemon.views.report.model import ReportProjection
 from events.projection import Projection
 from store.base import EventStore
@@ -12,17 +15,17 @@ from store.projections.library import LibraryProjection
 
 __all__ = ["PROJECTIONS", "make_projection", "present"]
 
-PROJECTIONS: dict[str, Callable[[], Projection[Any]]] = {
-    "library": LibraryProjection,
-    "memory": MemoryProjection,
-    "portfolio": PortfolioProjection,
-    "report": ReportProjection,
+PROJECTIONS: dict[str, Callable[[Settings], Projection[Any]]] = {
+    "library": lambda _: LibraryProjection(),
+    "memory": lambda settings: MemoryProjection(retention=settings.memory_retention()),
+    "portfolio": lambda _: PortfolioProjection(),
+    "report": lambda _: ReportProjection(),
 }
 
 
-def make_projection(name: str) -> Projection[Any]:
+def make_projection(name: str, settings: Settings) -> Projection[Any]:
     try:
-        return PROJECTIONS[name]()
+        return PROJECTIONS[name](settings)
     except KeyError:
         known = ", ".join(sorted(PROJECTIONS))
         raise KeyError(f"no projection named {name!r}; known: {known}") from None

@@ -10,7 +10,9 @@ option that made it invalid) is recorded again. The hash alone would refuse that
 the previous hash alone would refuse the second return of a folder that goes back and forth.
 
 Workers never read the user's folder: they profile a copy of the exact revision, rebuilt from
-the blobs under the state directory, so a job stays pinned to the files it was made for.
+the blobs under the state directory, so a job stays pinned to the files it was made for. A copy
+is a cache of the log: the daemon removes those of revisions no longer current once unused for
+a while (`prune_copies`), and any is made again when asked for.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from events.base import Event
@@ -35,6 +37,7 @@ from store.recorder import Recorder
 __all__ = [
     "after",
     "materialize",
+    "prune_copies",
     "record_invalid",
     "record_removed",
     "record_revision",
@@ -125,7 +128,9 @@ def materialize(store: EventStore, revision: KernelSourceChanged, root: Path) ->
     if not CONTENT_HASH.fullmatch(revision.content_hash):
         raise TaskError(f"{revision.task}: {revision.content_hash!r} is not a content hash")
     folder = root / revision.content_hash / revision.task
-    if not folder.is_dir():
+    if folder.is_dir():
+        os.utime(folder.parent)  # in use: `prune_copies` goes by the last use
+    else:
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder.parent))
         try:
@@ -144,3 +149,23 @@ def materialize(store: EventStore, revision: KernelSourceChanged, root: Path) ->
     if task.content_hash != revision.content_hash:
         raise TaskError(f"{folder}: does not hash to its revision {revision.content_hash[:12]}")
     return task
+
+
+def prune_copies(root: Path, *, keep: Collection[str], unused_s: float, now: float) -> int:
+    """Remove the copies of revisions under `root` (one folder per content hash) that are not
+    in `keep` (the current revisions) and were last used (`materialize`) `unused_s` seconds or
+    more before `now` (a Unix time); how many were removed. A search or a job of an old
+    revision stops once it is no longer current, so an old copy is not used for long."""
+    try:
+        folders = [entry for entry in os.scandir(root) if CONTENT_HASH.fullmatch(entry.name)]
+    except FileNotFoundError:
+        return 0
+    removed = 0
+    for folder in folders:
+        if folder.name in keep or not folder.is_dir(follow_symlinks=False):
+            continue
+        if now - folder.stat(follow_symlinks=False).st_mtime < unused_s:
+            continue
+        shutil.rmtree(folder.path, ignore_errors=True)
+        removed += not os.path.lexists(folder.path)
+    return removed

@@ -23,6 +23,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as SourceError
 
 from agents.config import ROLES, Budget, LLMConfig, Price, RoleConfig
+from agents.memory import Retention
 from events.errors import AccelOptError
 from nkibench.sandbox.isolation import Isolation
 from store.jobs.base import GiveUp
@@ -242,6 +243,23 @@ class Settings(BaseSettings):
     job_failed_devices: int = Field(default=2, ge=1)
     """The distinct devices those failed runs must span, or every device there is when there
     are fewer: this daemon's own on one host, the devices the fleet's live workers lease."""
+
+    memory_retired_kept: int = Field(default=16, ge=0)
+    """Per task and hardware generation, the most recently retired lessons the memory
+    projection keeps (the planner sees active ones only; the log keeps them all)."""
+    memory_changes_kept: int = Field(default=1000, ge=0)
+    """The newest changes the memory projection keeps of its change log (`accelopt memory
+    log` replays the whole log instead)."""
+    revisions_kept_days: float = Field(default=7.0, gt=0)
+    """How long a copy of a task revision that is no longer current stays under the state
+    directory's revisions/ after its last use (a copy is rebuilt from the log when needed)."""
+
+    def memory_retention(self) -> Retention:
+        """What the memory projection keeps of its past: the daemon's, and that of every
+        command that reads the daemon's checkpoint or snapshots of it."""
+        return Retention(
+            retired_per_task=self.memory_retired_kept, changes=self.memory_changes_kept
+        )
 
     def give_up(self, devices_here: int | None) -> GiveUp:
         """When a failing job ends failed; `devices_here`: the devices of a one-host queue

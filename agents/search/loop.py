@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from agents.config import SearchConfig
 from agents.llm import BudgetExhausted, LLMClient
-from agents.memory import MemoryProjection
+from agents.memory import MemoryProjection, Retention
 from agents.prompts import Prompts
 from agents.search import ids, steps
 from agents.search.outcome import SearchOutcome, search_outcome
@@ -107,7 +107,10 @@ class Search:
             llm=llm,
             prompts=prompts or Prompts(task.dialect),
             config=config,
-            memory=MemoryProjection(capacity=memory_capacity),
+            # the planner reads active lessons alone: its fold keeps nothing of the past
+            memory=MemoryProjection(
+                capacity=memory_capacity, retention=Retention(retired_per_task=0, changes=0)
+            ),
             operators=task_operators(task.reference_source),
             entry_points=language.entry_points,
             say=self._say,

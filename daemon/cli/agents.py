@@ -133,8 +133,9 @@ def memory_group(ctx: click.Context, as_of: int | None, as_json: bool) -> None:
     """The optimization memory: the lessons the planner is shown, with their provenance."""
     if ctx.invoked_subcommand is not None:
         return
-    store = app_context(ctx).open_store(ctx)
-    projection = MemoryProjection()
+    app = app_context(ctx)
+    store = app.open_store(ctx)
+    projection = MemoryProjection(retention=app.settings.memory_retention())
     result = replay(store, projection, until=as_of, use_checkpoint=True)
     shown = projection.present(result.state, store.get_text)
     if as_json:
@@ -165,7 +166,8 @@ def memory_log(ctx: click.Context, as_json: bool) -> None:
     """Every change of the memory, with the position of the event that caused it."""
     parent = ctx.parent.params if ctx.parent else {}
     store = app_context(ctx).open_store(ctx)
-    result = replay(store, MemoryProjection(), until=parent.get("as_of"), use_checkpoint=True)
+    # the whole history: the daemon's projection keeps only its newest changes
+    result = replay(store, MemoryProjection(), until=parent.get("as_of"))
     for change in result.state.log:
         if as_json or parent.get("as_json"):
             emit_json(change)

@@ -146,8 +146,9 @@ def replay_command(
 ) -> None:
     """A projection's state rebuilt from the log, as of now or any earlier moment."""
     target = until_target(until)
-    store = app_context(ctx).open_store(ctx)
-    projection = make_projection(name)
+    app = app_context(ctx)
+    store = app.open_store(ctx)
+    projection = make_projection(name, app.settings)
     result = replay(
         store,
         projection,

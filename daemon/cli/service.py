@@ -166,6 +166,7 @@ def daemon_command(
         reverify_s=reverify_hours * 3600,
         rescan_s=rescan_s,
         snapshot_s=snapshot_s,
+        revisions_kept_s=app.settings.revisions_kept_days * 86400,
         checkpoint_s=checkpoint_s,
         unsafe_sandbox=app.unsafe_sandbox,
         store_patience_s=app.settings.daemon_store_patience_s,

@@ -24,6 +24,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from daemon.coordinator.health import StoreHealth
 from daemon.coordinator.options import DaemonOptions
 from daemon.coordinator.reverify import Reverifier
+from daemon.revisions import prune_copies
 from daemon.workers.worker import QueuedProfiler
 from events.catalog import KernelSourceChanged
 from nkibench.sandbox.isolation import Isolation
@@ -143,10 +144,11 @@ class Clock:
 
     def _snapshots(self) -> None:
         """Snapshot the projections, and drop what a daemon of weeks would otherwise pile up:
-        old snapshots and old finished jobs."""
+        old snapshots, old finished jobs and the unused copies of old revisions."""
         with self.folding:  # as of the main loop's last fold
             for runner in self.runners:
                 runner.snapshot()
+            current = {r.content_hash for r in self._library.state.revisions.values()}
         dropped = sum(
             self.store.prune_snapshots(
                 r.projection.name, r.projection.version, keep=self.options.snapshots_kept
@@ -154,8 +156,11 @@ class Clock:
             for r in self.runners
         )
         pruned = self.queue.prune(timedelta(seconds=self.options.jobs_kept_s))
-        if dropped or pruned:
-            log.info("pruned", snapshots=dropped, finished_jobs=pruned)
+        copies = prune_copies(
+            self.revisions, keep=current, unused_s=self.options.revisions_kept_s, now=time.time()
+        )
+        if dropped or pruned or copies:
+            log.info("pruned", snapshots=dropped, finished_jobs=pruned, revision_copies=copies)
 
     def _checkpoint_wal(self) -> None:
         sqlite.checkpoint_wal(self.store.engine)

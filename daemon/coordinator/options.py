@@ -37,6 +37,9 @@ class DaemonOptions:
     jobs_kept_s: float = 7 * 86400
     """How long a finished job's result is kept (a search resuming after a stop takes it
     instead of profiling again; one stopped longer profiles again)."""
+    revisions_kept_s: float = 7 * 86400
+    """How long a copy of a revision no longer current stays after its last use
+    (daemon.revisions.prune_copies)."""
     checkpoint_s: float = 600.0
     tick_s: float = 1.0
     """The main loop's pace when nothing wakes it (new folders and finished searches do)."""

@@ -44,6 +44,8 @@ class TaskView:
     """Searches of the current revision."""
     running_search: str | None = None
     """An unfinished search of the current revision."""
+    running_with_agents: bool = True
+    """Whether `running_search` runs with agents (it becomes `last_with_agents`)."""
     last_reason: str | None = None
     last_finished_at: datetime | None = None
     last_with_agents: bool = True
@@ -55,8 +57,8 @@ class TaskView:
 @dataclass
 class PortfolioView:
     tasks: dict[str, TaskView] = field(default_factory=dict)
-    agents: dict[str, bool] = field(default_factory=dict)
-    """Search id → whether it ran with agents."""
+    """One view per task name ever recorded: nothing is kept per search, so the view grows
+    with the tasks, never with the searches."""
 
 
 Handler = Callable[[PortfolioView, Envelope[Any]], None]
@@ -71,7 +73,9 @@ class PortfolioProjection:
     projection): it would restart the task's searches for a revision never searched."""
 
     name = "portfolio"
-    version = "2-folder-claims"
+    version = "3-running-agents"
+    """3: whether a search runs with agents is kept with the running search, where a map of
+    every search ever started kept it."""
 
     def __init__(self) -> None:
         self._handlers: dict[type[Event], Handler] = {
@@ -99,7 +103,7 @@ class PortfolioProjection:
             if view.last_finished_at is not None:
                 raw["last_finished_at"] = view.last_finished_at.isoformat()
             tasks[name] = raw
-        return {"tasks": tasks, "agents": dict(sorted(state.agents.items()))}
+        return {"tasks": tasks}
 
     def load(self, data: dict[str, Any]) -> PortfolioView:
         tasks = {}
@@ -107,7 +111,7 @@ class PortfolioProjection:
             finished = raw["last_finished_at"]
             when = None if finished is None else datetime.fromisoformat(finished)
             tasks[name] = TaskView(**{**raw, "last_finished_at": when})
-        return PortfolioView(tasks, dict(data["agents"]))
+        return PortfolioView(tasks)
 
     # --- handlers ----------------------------------------------------------------------------
 
@@ -159,7 +163,7 @@ class PortfolioProjection:
             return  # a search of an older revision
         view.searches += 1
         view.running_search = e.search_id
-        state.agents[e.search_id] = bool(e.models)
+        view.running_with_agents = bool(e.models)
 
     def _finished(self, state: PortfolioView, envelope: Envelope[SearchFinished]) -> None:
         e = envelope.event
@@ -169,7 +173,7 @@ class PortfolioProjection:
         view.running_search = None
         view.last_reason = e.reason
         view.last_finished_at = envelope.recorded_at
-        view.last_with_agents = state.agents.get(e.search_id, True)
+        view.last_with_agents = view.running_with_agents
         if view.baseline_ms and e.best_latency_ms:
             view.last_speedup = view.baseline_ms / e.best_latency_ms
 

@@ -36,7 +36,6 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from rich.live import Live
 
 from agents.llm import LLMClient
-from agents.memory import MemoryProjection
 from daemon.coordinator import startup
 from daemon.coordinator.clock import Clock, ClockPart
 from daemon.coordinator.disk import DiskFloor, state_disk
@@ -53,6 +52,7 @@ from daemon.coordinator.watcher import TaskWatcher
 from daemon.process.allocator import resident_bytes
 from daemon.process.notify import Notifier
 from daemon.process.signals import stop_on_signals
+from daemon.projections import make_projection
 from daemon.settings import Settings
 from daemon.workers.worker import Worker, WorkerPart
 from events.catalog import DaemonStarted, DaemonStopped
@@ -125,7 +125,7 @@ class Daemon:
         self._portfolio = ProjectionRunner(store, PortfolioProjection())
         self.runners: list[ProjectionRunner[Any]] = [
             self._library,
-            ProjectionRunner(store, MemoryProjection()),
+            ProjectionRunner(store, make_projection("memory", settings)),  # as the CLI reads it
             self._portfolio,
         ]
         self.synced: dict[str, int] = {}

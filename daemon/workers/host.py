@@ -34,7 +34,7 @@ import structlog
 from daemon.backends import open_for_command
 from daemon.process.notify import Notifier
 from daemon.process.signals import stop_on_signals
-from daemon.revisions import materialize
+from daemon.revisions import materialize, prune_copies
 from daemon.secrets import scrubber_for
 from daemon.settings import Settings
 from daemon.workers.devices import DevicePool
@@ -186,7 +186,9 @@ def _handlers(
         isolation=isolation,
         settings=settings,
     )
-    revisions = RevisionCopies(store, settings.state_dir() / "revisions")
+    revisions = RevisionCopies(
+        store, settings.state_dir() / "revisions", kept_s=settings.revisions_kept_days * 86400
+    )
     handlers: list[Handler] = [
         _profiling(
             f"{options.host}/{device}", factory, workdir, stop, revisions, jobs=len(options.devices)
@@ -198,21 +200,27 @@ def _handlers(
 
 class RevisionCopies:
     """This host's copies of the task revisions its jobs name, rebuilt from the log's blobs:
-    a worker never reads a path of the coordinator's host."""
+    a worker never reads a path of the coordinator's host. A new copy removes those unused for
+    `kept_s` (daemon.revisions.prune_copies), as the daemon's clock does with its own."""
 
-    def __init__(self, store: SqlEventStore, root: Path) -> None:
+    def __init__(self, store: SqlEventStore, root: Path, *, kept_s: float) -> None:
         self.recorder = Recorder(store)
         self.root = root
-        self._made: dict[tuple[str, str], str] = {}
+        self.kept_s = kept_s
+        self._made: dict[tuple[str, str], Path] = {}
         self._lock = threading.Lock()
 
     def folder(self, task: str, revision: str) -> str:
         with self._lock:
             made = self._made.get((task, revision))
-            if made is None:
-                made = str(self._materialize(task, revision).path)
-                self._made[(task, revision)] = made
-            return made
+            if made is not None and made.is_dir():
+                os.utime(made.parent)  # a use: the pruning goes by the last one
+                return str(made)
+            made = self._materialize(task, revision).path
+            self._made[(task, revision)] = made
+            prune_copies(self.root, keep={revision}, unused_s=self.kept_s, now=time.time())
+            self._made = {key: path for key, path in self._made.items() if path.is_dir()}
+            return str(made)
 
     def _materialize(self, task: str, revision: str) -> TaskSpec:
         for recorded in self.recorder.of_type(f"task:{task}", KernelSourceChanged):

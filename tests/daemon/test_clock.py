@@ -5,6 +5,8 @@ clock part's heartbeat."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +21,11 @@ from daemon.coordinator.clock import CLOCK_HEARTBEAT_S, Clock, ClockPart
 from daemon.coordinator.health import StoreHealth
 from daemon.coordinator.options import DaemonOptions
 from daemon.coordinator.portfolio import PortfolioProjection
+from daemon.revisions import materialize, record_revision
+from events.catalog import KernelSourceChanged
+from nkibench.suites import NKI_LEGACY_SUITE
+from nkibench.task.files import read_task_files
+from nkibench.task.spec import load_task
 from store.engine import sqlite_path
 from store.errors import StoreError
 from store.jobs.base import JobQueue
@@ -212,6 +219,36 @@ def test_the_snapshot_job_drops_finished_jobs_past_their_retention(
     assert queue.get("old") is None  # finished an hour ago, kept for half of one
     assert queue.get("recent") is not None
     assert queue.get("waiting") is not None
+
+
+def test_the_snapshot_job_removes_the_unused_copies_of_old_revisions(
+    clocks: Clocks, store: SqlEventStore, tmp_path: Path
+) -> None:
+    """A copy of a revision no longer current goes once unused for `revisions_kept_s`; the
+    current revision's stays however old, one used lately stays, and one removed is rebuilt
+    from the log when asked for. The copies' last use is set, not waited for."""
+    folder = tmp_path / "kernels" / "silu"
+    shutil.copytree(NKI_LEGACY_SUITE / "silu", folder)
+    recorder = Recorder(store, correlation_id="test")
+    for edit in range(3):
+        (folder / "kernel.py").write_text((folder / "kernel.py").read_text() + f"# {edit}\n")
+        record_revision(recorder, load_task(folder), read_task_files(folder), previous=str(edit))
+    old, recent, current = recorder.of_type("task:silu", KernelSourceChanged)
+    clock = clocks(store, revisions_kept_s=7 * 86400.0)
+    clock._library.catch_up()
+    now = time.time()
+    for revision, days_unused in ((old, 8), (recent, 6), (current, 30)):
+        copy = materialize(store, revision, clock.revisions).path.parent
+        os.utime(copy, (now - days_unused * 86400,) * 2)
+
+    clocks.schedule(clock).get_job("snapshots").func()
+    kept = {p.name for p in clock.revisions.iterdir()}
+    assert kept == {recent.content_hash, current.content_hash}
+
+    rebuilt = materialize(store, old, clock.revisions)
+    assert rebuilt.content_hash == old.content_hash
+    again = materialize(store, recent, clock.revisions)  # a use: it is recent again
+    assert again.path.parent.stat().st_mtime > now - 60
 
 
 def test_the_checkpoint_job_empties_the_wal(clocks: Clocks, store: SqlEventStore) -> None:

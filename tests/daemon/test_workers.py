@@ -3,7 +3,10 @@ what a drain, a task error and a broken backend do to a job, and how a search ge
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -11,17 +14,22 @@ from typing import Any, cast
 import pytest
 
 from agents.search import Interrupted
+from daemon.revisions import record_revision
+from daemon.workers.host import RevisionCopies
 from daemon.workers.worker import QueuedProfiler, Worker
 from nkibench.backend import Backend
 from nkibench.errors import BackendUnavailable, TaskError
 from nkibench.result import KernelResult
 from nkibench.sandbox.process import Cancelled
 from nkibench.suites import NKI_LEGACY_SUITE
+from nkibench.task.files import read_task_files
 from nkibench.task.spec import TaskSpec, load_task
 from store.engine import make_engine
 from store.jobs.base import Job, JobQueue
 from store.jobs.memory import Call, MemoryJobQueue
 from store.jobs.sql import SqlJobQueue
+from store.recorder import Recorder
+from store.sql import SqlEventStore
 
 WAIT_S = 30.0
 QUEUE = "profile.nkisim.trn1"
@@ -259,3 +267,35 @@ def test_a_job_whose_backend_breaks_on_every_device_is_given_up_as_a_job_failed_
         assert "BackendUnavailable: neuron: the device is gone" in result.message
     finally:
         engine.dispose()
+
+
+def test_a_hosts_copies_of_revisions_are_pruned_by_last_use_and_rebuilt_when_asked(
+    tmp_path: Path,
+    fresh_sqlite_url: Callable[[], str],
+    open_stores: Callable[[str], SqlEventStore],
+) -> None:
+    """A worker's copy unused for `kept_s` goes when a new revision is copied; one used lately
+    stays (each job's use counts), and a removed one is rebuilt for the job that names it. The
+    copies' last use is set, not waited for."""
+    store = open_stores(fresh_sqlite_url())
+    folder = tmp_path / "kernels" / "silu"
+    shutil.copytree(NKI_LEGACY_SUITE / "silu", folder)
+    recorder = Recorder(store, correlation_id="test")
+    hashes = []
+    for edit in range(3):
+        (folder / "kernel.py").write_text((folder / "kernel.py").read_text() + f"# {edit}\n")
+        task = load_task(folder)
+        record_revision(recorder, task, read_task_files(folder), previous=str(edit))
+        hashes.append(task.content_hash)
+    old, used, new = hashes
+    copies = RevisionCopies(store, tmp_path / "revisions", kept_s=7 * 86400.0)
+    now = time.time()
+    for revision in (old, used):
+        made = Path(copies.folder("silu", revision))
+        os.utime(made.parent, (now - 8 * 86400,) * 2)
+    copies.folder("silu", used)  # a job of it now
+
+    copies.folder("silu", new)
+    assert {p.name for p in (tmp_path / "revisions").iterdir()} == {used, new}
+    rebuilt = load_task(copies.folder("silu", old))
+    assert rebuilt.content_hash == old

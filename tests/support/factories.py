@@ -6,12 +6,16 @@ import uuid
 from typing import Any
 
 from events.catalog import (
+    ExperienceSummarized,
     KernelDemoted,
     KernelPromoted,
     KernelRemoved,
     KernelSourceChanged,
     LLMCallCompleted,
     ProfileRecorded,
+    SearchEnd,
+    SearchFinished,
+    SearchStarted,
     TaskInvalid,
 )
 
@@ -124,4 +128,61 @@ def llm_call(task: str = "t") -> LLMCallCompleted:
         latency_s=0.5,
         cost_usd=0.0,
         task=task,
+    )
+
+
+def started(task: str, revision: str, search: str, *, agents: bool = True) -> SearchStarted:
+    return SearchStarted(
+        task=task,
+        search_id=search,
+        task_source_hash=revision,
+        baseline_candidate_id=f"{search}-base",
+        backend="nkisim",
+        target="trn1",
+        shapes="full",
+        settings={"beam": 2},
+        models={"planner": "m"} if agents else {},
+    )
+
+
+def finished(
+    task: str, search: str, reason: SearchEnd = "plateau", best_ms: float | None = 0.5
+) -> SearchFinished:
+    return SearchFinished(
+        task=task,
+        search_id=search,
+        reason=reason,
+        detail="",
+        iterations=2,
+        best_candidate_id="c1" if best_ms else None,
+        best_latency_ms=best_ms,
+        latency_kind="estimated" if best_ms else None,
+    )
+
+
+def lesson(
+    item: str,
+    task: str,
+    speedup: float,
+    *,
+    target: str = "trn1",
+    search: str | None = None,
+    title: str = "Hoist loads",
+) -> ExperienceSummarized:
+    return ExperienceSummarized(
+        task=task,
+        search_id=search or f"{task}@1",
+        operators=["exp"],
+        item_id=item,
+        polarity="positive" if speedup > 1 else "negative",
+        slow_candidate_id="s",
+        fast_candidate_id="f",
+        speedup=speedup,
+        title=title,
+        summary_blob="0" * 64,
+        llm_call_id="call-" + item,
+        model="m",
+        backend="nkisim",
+        target=target,
+        dialect="nki-legacy",
     )

@@ -130,7 +130,8 @@ FATE_ORDER = ("generated", "rejected", "failed", "profiled", "selected", "promot
 
 class ReportProjection:
     name = "report"
-    version = "1"
+    version = "2-memory-counts"
+    """2: the memory within it counts what a retention dropped (none here: it keeps all)."""
 
     def __init__(self) -> None:
         self._memory = MemoryProjection()
