@@ -22,6 +22,7 @@ from daemon.views.report.html import (
     render_sections,
     series_of,
 )
+from daemon.views.report.model import TaskReport
 from daemon.views.report.sections import TASK, Placement, page_order, task_section
 from daemon.views.report.view import ReportView, build_view
 from daemon.views.web.follow import Follower
@@ -37,15 +38,28 @@ FILTERS_KEPT = 2
 """Task lists (`?task=`) whose drawn sections are kept: each keeps a whole page's worth."""
 
 
+_Extent = tuple[tuple[int, int], ...]
+"""Of a task's profiles, beam selections and promotions (its plot's points, each list in log
+order, a new point at its end): how many, and the log position of the last. A plot whose
+points are as far as they were is as it was."""
+
+
+def _extent(task: TaskReport) -> _Extent:
+    lists = (task.points, task.beam, task.promotions)
+    return tuple((len(points), points[-1].position if points else 0) for points in lists)
+
+
 @dataclass
 class _Look:
     """The page of one task list as of one log position: its view (plots not drawn), each
-    section's version, and the points of the tasks whose plots must be drawn again."""
+    section's version, how far each task's plotted points go, and the points of the tasks whose
+    plots must be drawn again."""
 
     position: int
     view: ReportView
     order: list[Placement]
     versions: dict[str, int]
+    extents: dict[str, _Extent]
     series: Series
 
 
@@ -53,8 +67,8 @@ class LivePage:
     def __init__(self, follower: Follower, store: SqlEventStore) -> None:
         self.follower = follower
         self.store = store
-        self._plots: dict[str, tuple[int, str]] = {}
-        """Task → (its section's version, its latency plot): what takes the time to draw."""
+        self._plots: dict[str, tuple[_Extent, str]] = {}
+        """Task → (how far its points go, its latency plot): what takes the time to draw."""
         self._drawn: OrderedDict[tuple[str, ...], dict[str, tuple[int, str]]] = OrderedDict()
         """Task list → section → (version, HTML)."""
         self._lock = threading.Lock()  # one drawing at a time: the others then take it
@@ -110,12 +124,13 @@ class LivePage:
                               as_of=f"position {position}")  # fmt: skip
             order = page_order([t.name for t in view.tasks])
             versions = {p.section: follower.versions.of(p.section) for p in order}
+            extents = {t.name: _extent(state.tasks[t.name]) for t in view.tasks}
             series = series_of(state, [  # the plots to draw again
                 t.name for t in view.tasks
                 if (since is None or versions[task_section(t.name)] > since)
-                and self._plots.get(t.name, (-1, ""))[0] != versions[task_section(t.name)]
+                and self._plots.get(t.name, ((), ""))[0] != extents[t.name]
             ])  # fmt: skip
-        return _Look(position, view, order, versions, series)
+        return _Look(position, view, order, versions, extents, series)
 
     def _draw(self, look: _Look, tasks: list[str] | None, sections: list[str]) -> dict[str, str]:
         """`sections` of the look's page, drawn again where their version moved."""
@@ -131,12 +146,12 @@ class LivePage:
         return {s: kept[s][1] for s in sections}
 
     def _plot(self, look: _Look, names: set[str]) -> None:
-        """The latency plots of the tasks `names`, drawn where their version moved."""
-        views = [t for t in look.view.tasks if t.name in names]
+        """The latency plots of the tasks `names`, drawn again where their points grew."""
         draw_plots(look.view, {n: look.series[n] for n in names if n in look.series})
-        for view in views:
-            version = look.versions[task_section(view.name)]
+        for view in look.view.tasks:
+            if view.name not in names:
+                continue
             if view.name in look.series:
-                self._plots[view.name] = (version, view.latency_svg)
+                self._plots[view.name] = (look.extents[view.name], view.latency_svg)
             else:
                 view.latency_svg = self._plots[view.name][1]
