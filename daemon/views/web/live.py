@@ -115,19 +115,23 @@ class LivePage:
 
     def _look(self, tasks: list[str] | None, *, since: int | None) -> _Look:
         """The view as of the head, with the state held only meanwhile; `since`: the sections
-        of the page at that position need drawing only if they changed since (None: all)."""
+        of the page at that position need drawing only if they changed since (None: all), so
+        only the tasks changed since get their trees and diffs built."""
         follower = self.follower
         with follower.lock:  # the data, out of the state
             position = follower.catch_up()
             state = follower.report
+            changed = None if since is None else {
+                n for n in state.tasks if follower.versions.of(task_section(n)) > since
+            }  # fmt: skip
             view = build_view(state, self.store.get_texts, tasks=tasks,
-                              as_of=f"position {position}")  # fmt: skip
+                              as_of=f"position {position}", detailed=changed)  # fmt: skip
             order = page_order([t.name for t in view.tasks])
             versions = {p.section: follower.versions.of(p.section) for p in order}
             extents = {t.name: _extent(state.tasks[t.name]) for t in view.tasks}
             series = series_of(state, [  # the plots to draw again
                 t.name for t in view.tasks
-                if (since is None or versions[task_section(t.name)] > since)
+                if (changed is None or t.name in changed)
                 and self._plots.get(t.name, ((), ""))[0] != extents[t.name]
             ])  # fmt: skip
         return _Look(position, view, order, versions, extents, series)
