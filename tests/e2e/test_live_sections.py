@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from daemon.coordinator.disk import state_disk
+from daemon.views.web import live
 from daemon.views.web.server import WebServer
 from events.catalog import CandidateGenerated, PlanProposed
 from events.codec import encode
@@ -118,7 +119,7 @@ def plan(task: str) -> Any:
 
 @needs_chromium
 def test_one_event_brings_only_its_sections_and_the_rest_keep_their_nodes(
-    served: tuple[str, SqlEventStore],
+    served: tuple[str, SqlEventStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, store = served
     with browser() as page:
@@ -161,6 +162,20 @@ def test_one_event_brings_only_its_sections_and_the_rest_keep_their_nodes(
         assert name in page.driver.find_element("css selector", "tbody#library-rows").text
         redrawn = {"summary", "economy"}  # the economy's table has a row per task
         assert marked(page) == set(after) - redrawn
+
+        # behind by more than a reply holds: the changes come one log position a reply, the
+        # page asking again until it is at the head, and nothing else is drawn anew
+        monkeypatch.setattr(live, "SECTIONS_BYTES", 1)
+        now = dict(sections(page))
+        mark(page, *now)
+        asked = len(fetched(page))
+        tasks = ("task0003", "task0061", "task0099")
+        store.append(STREAM, [candidate(t, f"cand-behind-{t}") for t in tasks])
+        wait_until(lambda: page.count("tr[id^='c-cand-behind-']") == 3, 60, "the 3 candidates")
+        wait_until(lambda: dict(sections(page))["summary"] == str(store.head()), 10, "the head")
+        assert len(fetched(page)) - asked == 3  # one reply per position
+        touched = {"summary", *(f"{kind}:{t}" for t in tasks for kind in ("row", "task"))}
+        assert marked(page) == set(now) - touched  # no reload: every other node kept
         assert page.console() == []
         print(
             f"\n100 tasks, {EVENTS} events: page {page_bytes:,} B; one event's update "
