@@ -1,8 +1,9 @@
 """The live page of a 100-task log, in headless Chromium, follows the log section by section: one
 event for one task brings that task's section, its library row and the summary line over the
 wire (0.3 % of the page here, about 1 % of a 200,000-event page), the other sections keep their
-DOM nodes, and a new task whose name is markup is placed in order and shown as text. The page
-is opened with the token and follows the log on its session's cookie.
+DOM nodes, a new task whose name is markup is placed in order and shown as text, and a page
+behind by more than one reply holds catches up in parts without a reload. The page is opened
+with the token and follows the log on its session's cookie.
 
 ACCELOPT_LIVE_TEST_EVENTS=200000 (with `--timeout 1800`) measures a long log's page the same way
 (minutes: the log is filled, the page drawn and loaded; the sizes and times are printed with
