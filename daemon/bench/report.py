@@ -8,6 +8,7 @@ resident memory and the page's size are measured.
 
 from __future__ import annotations
 
+import json
 import resource
 import subprocess
 import sys
@@ -15,6 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from daemon.views.web.follow import Follower
+from daemon.views.web.live import LivePage
+from events.catalog import CandidateGenerated
+from events.codec import encode
 from store.benchmark import fill, scratch_database
 from store.engine import make_engine
 from store.migrate import upgrade
@@ -49,10 +54,43 @@ def run_report_benchmark(*, events: int = 1_000_000, seed: int = 0) -> dict[str,
         seconds = time.perf_counter() - started
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         size = out.stat().st_size
+        live = _live_update(url)
     return {
         "events": total,
         "tasks": 100,
         "report_s": round(seconds, 1),
         "peak_rss_mb": round(max(peak, before) / 1024, 1),
         "html_mb": round(size / 1e6, 1),
+        **live,
+    }
+
+
+def _live_update(url: str) -> dict[str, float]:
+    """The live page's first drawing, then the reply to a page open at the head once a
+    candidate of one task is recorded (JSON as /api/sections sends it)."""
+    store = SqlEventStore.open(url)
+    try:
+        follower = Follower(store)
+        page = LivePage(follower, store)
+        started = time.perf_counter()
+        whole = page.page(None)
+        page_s = time.perf_counter() - started
+        position = store.head()
+        task = min(follower.report.tasks)
+        store.append(f"bench:{task}", [encode(CandidateGenerated(
+            task=task, search_id="bench-live", iteration=1, candidate_id="bench-live",
+            parent_candidate_id=None, plan_id=None, sample_index=0, origin="executor",
+            kernel_hash="0" * 64, source_blob="0" * 64, llm_call_id=None,
+        ))])  # fmt: skip
+        started = time.perf_counter()
+        reply = page.changes(None, position)
+        update_s = time.perf_counter() - started
+    finally:
+        store.close()
+    sent = json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode()  # as Starlette
+    return {
+        "live_page_s": round(page_s, 1),
+        "live_page_mb": round(len(whole.encode()) / 1e6, 1),
+        "live_update_s": round(update_s, 2),
+        "live_update_kb": round(len(sent) / 1e3, 1),
     }

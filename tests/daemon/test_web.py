@@ -1,11 +1,13 @@
 """The live pages served on loopback by a real uvicorn, in this process: with a token, `?token=`
 opens a session whose cookie holds a random value, never the token; a cookie holding the token
 itself, an unknown session or an expired one is refused like no token; the cookie is Secure
-only over https; and /metrics shows the state disk's free space, its floor and whether new
-jobs pause for it."""
+only over https; /metrics shows the state disk's free space, its floor and whether new
+jobs pause for it; and /api/sections, on the session too, brings a page far behind up to date
+in replies of bounded size."""
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 import urllib.error
@@ -21,10 +23,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from daemon.coordinator.disk import DiskSpace
 from daemon.coordinator.disk import state_disk as look_at_disk
+from daemon.views.report.sections import page_order
+from daemon.views.web import live
 from daemon.views.web.app import COOKIE
 from daemon.views.web.server import WebServer
 from daemon.views.web.sessions import SESSION_LIFETIME_S, Sessions
+from store.benchmark import fill
 from store.sql import SqlEventStore
+from store.synthetic import SyntheticWorkload
 
 TOKEN = "s3cret-token"
 
@@ -72,6 +78,7 @@ class Serve(Protocol):
         token: str | None,
         clock: Callable[[], float] = ...,
         state_disk: Callable[[], DiskSpace] | None = None,
+        store: SqlEventStore | None = None,
     ) -> str: ...
 
 
@@ -81,7 +88,8 @@ def serve(
     fresh_sqlite_url: Callable[[], str],
     open_stores: Callable[[str], SqlEventStore],
 ) -> Iterator[Serve]:
-    """Starts a server of a fresh log on a free loopback port; gives its base URL."""
+    """Starts a server of `store`'s log (a fresh one by default) on a free loopback port;
+    gives its base URL."""
     servers: list[WebServer] = []
 
     def start(
@@ -89,11 +97,12 @@ def serve(
         token: str | None,
         clock: Callable[[], float] = time.monotonic,
         state_disk: Callable[[], DiskSpace] | None = None,
+        store: SqlEventStore | None = None,
     ) -> str:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
-        store = open_stores(fresh_sqlite_url())
+        store = store or open_stores(fresh_sqlite_url())
         disk = state_disk or partial(look_at_disk, tmp_path, 0)
         server = WebServer(store, "127.0.0.1", port, token, state_disk=disk, clock=clock)
         server.start()
@@ -184,3 +193,50 @@ def test_metrics_show_the_state_disk_and_its_floor(serve: Serve, tmp_path: Path)
     assert under["accelopt_state_disk_new_jobs_paused"] == 1
     assert under["accelopt_state_disk_floor_bytes"] == 2**60
     assert 0 < under["accelopt_state_disk_free_bytes"] < under["accelopt_state_disk_floor_bytes"]
+
+
+def test_the_sections_need_the_session_and_a_position(serve: Serve) -> None:
+    url = serve(token=TOKEN)
+    assert get(f"{url}api/sections?since=0").status == 401
+    session = with_cookie(session_of(url))
+    reply = get(f"{url}api/sections?since=0", session)
+    assert reply.status == 200
+    assert json.loads(reply.body) == {"head": 0, "through": 0, "reload": False, "sections": []}
+    for since in ("", "-1", "x", "1e3", "9" * 20):
+        refused = get(f"{url}api/sections?since={since}", session)
+        assert refused.status == 400
+        assert "is not a log position" in refused.body
+    ahead = json.loads(get(f"{url}api/sections?since=5", session).body)  # another log's page
+    assert ahead["reload"] is True
+
+
+def test_a_page_far_behind_catches_up_in_bounded_parts(
+    serve: Serve,
+    fresh_sqlite_url: Callable[[], str],
+    open_stores: Callable[[str], SqlEventStore],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = open_stores(fresh_sqlite_url())
+    fill(store, SyntheticWorkload(seed=5, tasks=6), 600, 10)
+    url = serve(token=None, store=store)
+    whole = json.loads(get(f"{url}api/sections?since=0").body)  # under 1 MB: in one reply
+    assert whole["through"] == whole["head"] == store.head()
+    names = sorted({s["id"].split(":", 1)[1] for s in whole["sections"] if ":" in s["id"]})
+    assert len(names) == 6
+    assert [s["id"] for s in whole["sections"]] == [p.section for p in page_order(names)]
+
+    bound = 20_000
+    monkeypatch.setattr(live, "SECTIONS_BYTES", bound)
+    since, parts, seen = 0, 0, dict[str, str]()
+    while since < store.head():
+        reply = json.loads(get(f"{url}api/sections?since={since}").body)
+        assert not reply["reload"]
+        assert reply["through"] > since  # every reply brings the page further
+        size = sum(len(s["html"]) for s in reply["sections"])
+        one_position = len({s["version"] for s in reply["sections"]}) == 1
+        assert size <= bound or one_position
+        assert all(since < s["version"] <= reply["through"] for s in reply["sections"])
+        seen |= {s["id"]: s["html"] for s in reply["sections"]}
+        since, parts = reply["through"], parts + 1
+    assert parts > 2
+    assert seen == {s["id"]: s["html"] for s in whole["sections"]}  # the same page in the end

@@ -20,10 +20,12 @@ import pytest
 
 from events.catalog import CandidateGenerated, KernelPromoted, SearchStarted
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
+from store.sql import SqlEventStore
 from tests.support import agent_script
 from tests.support.browser import browser, needs_chromium
 from tests.support.cli import SEARCH, events_of
 from tests.support.llm_server import running_llm
+from tests.support.report_sections import assert_every_change_moves_its_version
 
 TASKS = ("silu", "rmsnorm_matmul", "swiglu")
 PROGRAM = [sys.executable, "-c", "from daemon.cli import main; main()"]
@@ -113,6 +115,18 @@ def test_until_a_middle_position_shows_the_past_and_its_memory(run: Run) -> None
     assert active == live_items(past["memory"])
     assert len(active) == added.count(middle)
     assert live_items(whole["memory"]) > active  # later lessons came after the middle
+
+
+def test_each_live_section_version_moves_with_its_changes(
+    run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log of a real run has every kind of event the report folds, lessons shown to
+    other tasks' planners included (what the synthetic log of tests/daemon lacks)."""
+    store = SqlEventStore.open(run.db)
+    try:
+        assert assert_every_change_moves_its_version(store, monkeypatch) > store.head()
+    finally:
+        store.close()
 
 
 def report_json(run: Run, *argv: str) -> dict[str, Any]:

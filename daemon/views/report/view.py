@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,15 +121,24 @@ def build_view(
     *,
     tasks: Sequence[str] | None = None,
     as_of: str = "",
+    detailed: Collection[str] | None = None,
 ) -> ReportView:
     """The view of `tasks` (all when None) as folded in `state`; `texts` reads blobs (the
-    store's get_texts)."""
+    store's get_texts). `detailed`: the tasks whose search trees and diffs are built (all when
+    None); the others' views hold their summary and counts alone (the live page draws again
+    only the tasks that changed)."""
     reader = _Texts(texts)
     names = sorted(state.tasks) if not tasks else [t for t in tasks if t in state.tasks]
     by_task: dict[str, list[Candidate]] = {}
     for candidate in state.candidates.values():
         by_task.setdefault(candidate.task, []).append(candidate)
-    views = [_task_view(state, state.tasks[n], by_task.get(n, []), reader) for n in names]
+    views = [
+        _task_view(
+            state, state.tasks[n], by_task.get(n, []), reader,
+            detailed=detailed is None or n in detailed,
+        )
+        for n in names
+    ]  # fmt: skip
     spend, running = [], 0.0
     for _, at, task, cost, _tokens in state.spend:
         if not tasks or task in names:
@@ -183,21 +192,56 @@ class _Texts:
 
 
 def _task_view(
-    state: ReportState, task: TaskReport, candidates: list[Candidate], texts: _Texts
+    state: ReportState,
+    task: TaskReport,
+    candidates: list[Candidate],
+    texts: _Texts,
+    *,
+    detailed: bool,
 ) -> TaskView:
     candidates.sort(key=lambda c: c.position)
     shown = candidates[-TREE_LIMIT:]
-    ids = {c.candidate_id: c for c in candidates}
-    texts.prefetch(
-        [task.plans.get(c.plan_id or "") for c in shown]
-        + [c.source_blob for c in shown]
-        + [ids[c.parent_id].source_blob for c in shown if c.parent_id in ids]
-        + [
-            ids[b].source_blob
-            for s in task.searches
-            if (b := state.searches[s].baseline_candidate_id) in ids
-        ]
+    fates = Counter(c.fate for c in candidates)
+    view = TaskView(
+        name=task.name,
+        anchor=f"task-{task.name}",
+        summary=_summary(task),
+        searches=[],
+        shown=len(shown),
+        left_out=len(candidates) - len(shown),
+        candidates=len(candidates),
+        profiled=len(task.points),
+        promotions=len(task.promotions),
+        fates=dict(sorted(fates.items())),
+        promoted_diff=None,
+        diffs=[],
     )
+    if detailed:
+        ids = {c.candidate_id: c for c in candidates}
+        texts.prefetch(
+            [task.plans.get(c.plan_id or "") for c in shown]
+            + [c.source_blob for c in shown]
+            + [ids[c.parent_id].source_blob for c in shown if c.parent_id in ids]
+            + [
+                ids[b].source_blob
+                for s in task.searches
+                if (b := state.searches[s].baseline_candidate_id) in ids
+            ]
+        )
+        view.searches = _searches(state, task, candidates, shown, texts)
+        view.promoted_diff = _promoted_diff(state, task, ids, texts)
+        view.diffs = _diffs(shown, ids, texts)
+    return view
+
+
+def _searches(
+    state: ReportState,
+    task: TaskReport,
+    candidates: list[Candidate],
+    shown: list[Candidate],
+    texts: _Texts,
+) -> list[SearchView]:
+    """The search tree of the `shown` candidates, by search and iteration."""
     depth: dict[str, int] = {}
     for c in candidates:
         depth[c.candidate_id] = depth.get(c.parent_id or "", -1) + 1
@@ -233,21 +277,7 @@ def _task_view(
                 sorted(iterations.items()),
             )
         )
-    fates = Counter(c.fate for c in candidates)
-    return TaskView(
-        name=task.name,
-        anchor=f"task-{task.name}",
-        summary=_summary(task),
-        searches=searches,
-        shown=len(shown),
-        left_out=len(candidates) - len(shown),
-        candidates=len(candidates),
-        profiled=len(task.points),
-        promotions=len(task.promotions),
-        fates=dict(sorted(fates.items())),
-        promoted_diff=_promoted_diff(state, task, ids, texts),
-        diffs=_diffs(shown, ids, texts),
-    )
+    return searches
 
 
 def _summary(task: TaskReport) -> dict[str, Any]:

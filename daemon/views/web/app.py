@@ -1,4 +1,5 @@
-"""The live pages as a Starlette application: the report following the log (`/`), its data
+"""The live pages as a Starlette application: the report following the log (`/`), the page's
+sections changed since a log position (`/api/sections`, what the open page fetches), its data
 (`/api/report`), the log's head as server-sent events (`/api/stream`, what the page listens
 to), and Prometheus metrics (`/metrics`). Every route reads; none writes.
 
@@ -12,7 +13,6 @@ import asyncio
 import dataclasses
 import hmac
 import json
-import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -30,9 +30,9 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
-from daemon.views.report.html import draw_plots, main_fragment, render_report, series_of
 from daemon.views.report.view import build_view
 from daemon.views.web.follow import Follower
+from daemon.views.web.live import LivePage
 from daemon.views.web.metrics import StateDisk, metrics_registry
 from daemon.views.web.sessions import SESSION_LIFETIME_S, Sessions
 from store.sql import SqlEventStore
@@ -54,14 +54,21 @@ def make_app(
     `clock` times the sessions out."""
     follower = Follower(store)
     registry = metrics_registry(follower, store, state_disk)
-    pages = _Pages(follower, store)
+    live = LivePage(follower, store)
 
     async def page(request: Request) -> Response:
         tasks = request.query_params.getlist("task") or None
-        html = await asyncio.to_thread(pages.get, tasks)
-        if request.query_params.get("fragment") == "main":
-            return HTMLResponse(main_fragment(html))
-        return HTMLResponse(html)
+        return HTMLResponse(await asyncio.to_thread(live.page, tasks))
+
+    async def sections(request: Request) -> Response:
+        tasks = request.query_params.getlist("task") or None
+        since = request.query_params.get("since", "")
+        if not since.isascii() or not since.isdigit() or len(since) > 19:
+            return PlainTextResponse(
+                f"/api/sections: since={since[:40]!r} is not a log position (0 or more)",
+                status_code=400,
+            )
+        return JSONResponse(await asyncio.to_thread(live.changes, tasks, int(since)))
 
     async def report(request: Request) -> Response:
         tasks = request.query_params.getlist("task") or None
@@ -96,39 +103,13 @@ def make_app(
     return Starlette(
         routes=[
             Route("/", page),
+            Route("/api/sections", sections),
             Route("/api/report", report),
             Route("/api/stream", stream),
             Route("/metrics", metrics),
         ],
         middleware=middleware,
     )
-
-
-class _Pages:
-    """The page as of the log's head, drawn once per head and task list: every open page asks
-    for it again when the head moves, and drawing it is the costly part."""
-
-    def __init__(self, follower: Follower, store: SqlEventStore) -> None:
-        self.follower = follower
-        self.store = store
-        self._drawn: tuple[int, tuple[str, ...], str] | None = None
-        self._lock = threading.Lock()
-
-    def get(self, tasks: list[str] | None) -> str:
-        with self._lock:  # one drawing at a time: the others then take it
-            with self.follower.lock:  # the data, out of the state
-                position = self.follower.catch_up()
-                key = tuple(tasks or ())
-                if self._drawn is not None and self._drawn[:2] == (position, key):
-                    return self._drawn[2]
-                state = self.follower.report
-                view = build_view(state, self.store.get_texts, tasks=tasks,
-                                  as_of=f"position {position}")  # fmt: skip
-                series = series_of(state, view)
-            # the pictures, with the state free for the metrics and the API meanwhile
-            html = render_report(draw_plots(view, series), live=True)
-            self._drawn = (position, key, html)
-            return html
 
 
 class _TokenCheck(BaseHTTPMiddleware):

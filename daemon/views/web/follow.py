@@ -3,6 +3,8 @@
 The pages only read: nothing here writes a checkpoint, a snapshot or an event. Each look folds
 the events recorded since the last one, so a request costs what the log grew by. Whoever reads
 the states holds `lock` meanwhile: a fold on another request's thread changes them in place.
+Each of the report page's sections keeps the position of its last change (`versions`), so
+that an open page fetches only what changed.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import threading
 from typing import Any
 
 from daemon.views.report.model import ReportProjection, ReportState
+from daemon.views.report.sections import SectionVersions
 from events.codec import decode
 from store.base import EventStore
 from store.projections.library import LibraryProjection, LibraryState
@@ -25,6 +28,7 @@ class Follower:
         self._report = ReportProjection()
         self.library: LibraryState = self._library.initial()
         self.report: ReportState = self._report.initial()
+        self.versions = SectionVersions()
         self.position = 0
         self.lock = threading.RLock()
 
@@ -34,6 +38,9 @@ class Follower:
             for stored in self.store.read_all(after=self.position):
                 envelope: Any = decode(stored)
                 self.library = self._library.apply(self.library, envelope)
+                tasks = len(self.report.tasks)
                 self.report = self._report.apply(self.report, envelope)
+                new_task = len(self.report.tasks) != tasks
+                self.versions.note(envelope.event, stored.position, new_task=new_task)
                 self.position = stored.position
             return self.position
