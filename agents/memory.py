@@ -80,7 +80,7 @@ class MemoryProjection:
 
     def __init__(self, capacity: int = 16) -> None:
         self.capacity = capacity
-        self.version = f"2-capacity{capacity}"  # 2: items carry their dialect
+        self.version = f"3-capacity{capacity}"  # 2: items carry their dialect; 3: agents
 
     def initial(self) -> MemoryState:
         return MemoryState()
@@ -128,6 +128,8 @@ class MemoryProjection:
                 "backend": e.backend,
                 "target": e.target,
                 "fingerprint": dict(e.fingerprint),
+                # an outside agent's lesson (accelopt mcp): who taught it
+                "agent": e.agent.model_dump() if e.agent is not None else None,
             },
             added_position=position,
         )

@@ -14,10 +14,10 @@ from agents.search import ids
 from agents.search.profiling import Kernel, Profiles
 from agents.search.record import SearchRecord
 from agents.search.selection import Measured
-from events.catalog import KernelPromoted
+from events.catalog import KernelPromoted, ProfileRecorded
 from nkibench.task.spec import TaskSpec
 
-__all__ = ["Promotion"]
+__all__ = ["Promotion", "promote_if_verified"]
 
 
 class Promotion:
@@ -61,27 +61,53 @@ class Promotion:
         reference = promoted_ms or baseline.profile.latency_ms
         if promoted == incumbent.candidate_id or (incumbent.latency_ms * min_gain > reference):
             return
-        check = self.profiles.profile(incumbent.candidate_id, "reverify")
-        if not check.correct or check.latency_ms is None:
-            self.say(f"{self.task.name}: {incumbent.candidate_id} failed re-verification")
-            return
-        if check.latency_ms > incumbent.latency_ms * min_gain:
-            self.say(f"{self.task.name}: {incumbent.candidate_id} was slower when re-measured")
-            return
-        event = self.record.index.candidates[incumbent.candidate_id]
-        self.record.recorder.record(
-            self.stream,
-            KernelPromoted(
-                task=self.task.name,
-                candidate_id=incumbent.candidate_id,
-                kernel_hash=event.kernel_hash,
-                task_source_hash=self.task.content_hash,
-                backend=check.backend,
-                target=check.target,
-                latency_ms=check.latency_ms,
-                latency_kind=check.latency_kind or "estimated",
-                baseline_latency_ms=baseline.profile.latency_ms,
-                speedup=baseline.profile.latency_ms / check.latency_ms,
-            ),
-            key=ids.promotion_key(self.record.search_id, incumbent.candidate_id),
+        refused = promote_if_verified(
+            self.record,
+            task=self.task,
+            candidate=incumbent.candidate_id,
+            latency_ms=incumbent.latency_ms,
+            baseline_ms=baseline.profile.latency_ms,
+            reverify=lambda: self.profiles.profile(incumbent.candidate_id, "reverify"),
+            min_gain=min_gain,
         )
+        if refused is not None:
+            self.say(f"{self.task.name}: {incumbent.candidate_id} {refused}")
+
+
+def promote_if_verified(
+    record: SearchRecord,
+    *,
+    task: TaskSpec,
+    candidate: str,
+    latency_ms: float,
+    baseline_ms: float,
+    reverify: Callable[[], ProfileRecorded],
+    min_gain: float,
+) -> str | None:
+    """The second half of every promotion, the search's and an outside agent's alike: a
+    separate profile (`reverify`, on every seed of the task) must find `candidate` correct
+    and no slower than `latency_ms` by more than the noise, then `KernelPromoted` goes to the
+    task's stream. Why it was not promoted, or None once it is."""
+    check = reverify()
+    if not check.correct or check.latency_ms is None:
+        return "failed re-verification"
+    if check.latency_ms > latency_ms * min_gain:
+        return "was slower when re-measured"
+    event = record.index.candidates[candidate]
+    record.recorder.record(
+        f"task:{task.name}",
+        KernelPromoted(
+            task=task.name,
+            candidate_id=candidate,
+            kernel_hash=event.kernel_hash,
+            task_source_hash=task.content_hash,
+            backend=check.backend,
+            target=check.target,
+            latency_ms=check.latency_ms,
+            latency_kind=check.latency_kind or "estimated",
+            baseline_latency_ms=baseline_ms,
+            speedup=baseline_ms / check.latency_ms,
+        ),
+        key=ids.promotion_key(record.search_id, candidate),
+    )
+    return None

@@ -21,9 +21,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from daemon.coordinator.disk import DiskSpace
 from daemon.coordinator.disk import state_disk as look_at_disk
-from daemon.views.web.app import COOKIE
 from daemon.views.web.server import WebServer
 from daemon.views.web.sessions import SESSION_LIFETIME_S, Sessions
+from daemon.views.web.token import COOKIE
 from store.sql import SqlEventStore
 
 TOKEN = "s3cret-token"
