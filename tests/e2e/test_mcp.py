@@ -1,0 +1,198 @@
+"""An outside coding agent works through accelopt (issue 28): the official `mcp` SDK's client
+over stdio against `accelopt mcp`, beside a real daemon on the same database, whose queue runs
+the agent's jobs (SQLite: the daemon's own workers; PostgreSQL: a fleet worker's).
+
+The agent lists the tools and a task, gets a typed error for a wrong kernel, profiles two
+kernels and submits the faster with a lesson; the daemon's library folder and `accelopt export`
+follow its promotion; `accelopt events` shows the agent's origin, a replay from zero gives the
+library and memory the daemon kept, and the report shows the agent's candidates.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from agents.memory import MemoryProjection
+from events.catalog import CandidateGenerated, KernelPromoted, ProfileRecorded
+from events.codec import canonical_json
+from nkibench.suites import NKI_LEGACY_SUITE as SUITE
+from store.projections.library import LibraryProjection
+from store.projections.runner import replay
+from store.sql import SqlEventStore
+from tests.support import agent_script
+from tests.support.daemon_process import DaemonProcess, WorkerProcess, wait_until
+from tests.support.mcp_client import Agent, stdio_agent
+
+pytestmark = pytest.mark.slow
+
+TOOLS = {
+    "list_tasks",
+    "get_task",
+    "lessons",
+    "check_kernel",
+    "profile_kernel",
+    "submit_kernel",
+    "history",
+}
+LESSON = "**One sigmoid activation instead of exp, add and reciprocal**\n\nScalarE does it once."
+MODEL = "test-model-7"
+
+
+async def agent_session(agent: Agent) -> dict[str, Any]:
+    """What the agent does, and the answers it got."""
+    seen: dict[str, Any] = {"tools": set(await agent.tools())}
+    seen["tasks"] = (await agent.call("list_tasks")).result
+    seen["task"] = await agent.call("get_task", task="silu")
+    seen["wrong"] = await agent.call("check_kernel", task="silu", source=agent_script.WRONG)
+    seen["slow"] = await agent.call(
+        "profile_kernel", task="silu", source=agent_script.SLOW, plan="narrow tiles", model=MODEL
+    )
+    seen["fast"] = await agent.call(
+        "profile_kernel", task="silu", source=agent_script.FAST, plan="sigmoid", model=MODEL
+    )
+    seen["submit"] = await agent.call(
+        "submit_kernel",
+        task="silu",
+        source=agent_script.FAST,
+        plan="sigmoid",
+        parent=None,
+        lesson=LESSON,
+        model=MODEL,
+    )
+    seen["lessons"] = (await agent.call("lessons", task="silu")).result
+    seen["history"] = (await agent.call("history", task="silu")).result
+    return seen
+
+
+def check_the_session(seen: dict[str, Any]) -> None:
+    assert seen["tools"] == TOOLS
+    (silu,) = [t for t in seen["tasks"] if t["task"] == "silu"]
+    (platform,) = silu["platforms"]
+    assert platform["platform"] == "nkisim:trn2" and platform["baseline"]["kind"] == "estimated"
+    assert seen["task"].content["files"]["kernel.py"] == agent_script.BASELINE
+    assert seen["wrong"].error and seen["wrong"].content["error"] == "incorrect"
+    slow, fast = seen["slow"].content, seen["fast"].content
+    assert not seen["slow"].error and not seen["fast"].error
+    assert fast["latency"]["kind"] == slow["latency"]["kind"] == "estimated"
+    assert fast["latency"]["ms"] < slow["latency"]["ms"]
+    assert fast["counters"] and fast["pct_of_peak"] is not None
+    submitted = seen["submit"]
+    assert not submitted.error, submitted.content
+    assert submitted.content["promoted"] and submitted.content["speedup"] > 1.0
+    assert submitted.content["profile"]["candidate_id"] == fast["candidate_id"]
+    (lesson,) = [item for item in seen["lessons"] if item["provenance"]["agent"] is not None]
+    assert lesson["item_id"] == submitted.content["lesson_item_id"]
+    assert lesson["provenance"]["agent"] == {
+        "client": "claude-code-test",
+        "client_version": "9.9",
+        "model": MODEL,
+    }
+    fates = {h["candidate_id"]: h for h in seen["history"]}
+    assert fates[fast["candidate_id"]]["fate"] == "promoted"
+    assert fates[fast["candidate_id"]]["agent"] == f"claude-code-test/{MODEL}"
+    assert fates[slow["candidate_id"]]["fate"] == "profiled"
+
+
+def check_the_daemon_followed(daemon: DaemonProcess, seen: dict[str, Any]) -> None:
+    fast = seen["fast"].content["candidate_id"]
+    library = daemon.home / "library" / "silu" / "kernel.py"
+    wait_until(lambda: library.exists() and fast in library.read_text(), 30, "the library folder")
+    assert agent_script.FAST in library.read_text()
+    exported = daemon.accelopt("export", "silu")
+    assert exported.returncode == 0 and agent_script.FAST in exported.stdout
+    assert f"candidate {fast}" in exported.stdout
+
+    listed = daemon.accelopt("events", "--type", "CandidateGenerated", "--json")
+    stored = [json.loads(line)["data"] for line in listed.stdout.splitlines()]
+    agents = [data for data in stored if data["origin"] == "agent"]
+    assert {d["candidate_id"] for d in agents} == {seen["slow"].content["candidate_id"], fast}
+    assert {d["agent"]["client"] for d in agents} == {"claude-code-test"}
+    assert {d["agent"]["model"] for d in agents} == {MODEL}
+    # the agent's jobs ran on the daemon's queue, each recorded once: the two profiles and the
+    # re-verification of the submitted kernel (a check is not recorded)
+    jobs = [p.job_id for p in daemon.events(ProfileRecorded) if p.job_id.startswith("agent~")]
+    slow = seen["slow"].content["candidate_id"]
+    assert sorted(job.split("|", 1)[1] for job in jobs) == sorted(
+        [f"{slow}|candidate", f"{fast}|candidate", f"{fast}|reverify"]
+    )
+    (promoted,) = daemon.events(KernelPromoted, candidate_id=fast)
+    assert promoted.latency_kind == "estimated"
+
+
+def check_replay_and_report(daemon: DaemonProcess, tmp_path: Path) -> None:
+    store = SqlEventStore.open(daemon.db)
+    try:
+        for projection in (LibraryProjection(), MemoryProjection()):
+            kept = store.load_checkpoint(projection.name)  # what the daemon folded as it ran
+            assert kept is not None and kept.position == store.head()
+            again = replay(store, projection, use_snapshots=False)
+            assert canonical_json(projection.dump(again.state)) == canonical_json(kept.state)
+        assert any(
+            isinstance(e, CandidateGenerated) and e.agent is not None
+            for e in (d.event for d in map(_decode, store.read_all()))
+        )
+    finally:
+        store.close()
+    page = tmp_path / "report.html"
+    made = daemon.accelopt("report", "--out", str(page))
+    assert made.returncode == 0, made.stderr
+    assert f"agent claude-code-test/{MODEL}" in page.read_text()
+
+
+def _decode(stored: Any) -> Any:
+    from events.codec import decode  # noqa: PLC0415
+
+    return decode(stored)
+
+
+def run_agent(env: dict[str, str]) -> dict[str, Any]:
+    async def main() -> dict[str, Any]:
+        async with stdio_agent(
+            env, "--shapes", "small", name="claude-code-test", version="9.9"
+        ) as agent:
+            return await agent_session(agent)
+
+    return anyio.run(main)
+
+
+def test_an_agent_over_stdio_profiles_submits_and_is_promoted_by_the_daemon_on_sqlite(
+    tmp_path: Path,
+) -> None:
+    daemon = DaemonProcess(tmp_path / "d", "--shapes", "small")
+    daemon.drop(SUITE / "silu", "silu")
+    daemon.start()
+    try:
+        wait_until(lambda: daemon.events(ProfileRecorded, purpose="baseline"), 60, "the baseline")
+        seen = run_agent(daemon.env)
+        check_the_session(seen)
+        check_the_daemon_followed(daemon, seen)
+    finally:
+        assert daemon.stop() == 0
+    check_replay_and_report(daemon, tmp_path)
+
+
+@pytest.mark.postgres
+def test_the_same_on_postgresql_with_a_fleet_worker(
+    tmp_path: Path, fresh_pg_url: Callable[[], str]
+) -> None:
+    url = fresh_pg_url()
+    worker = WorkerProcess(tmp_path / "h1", url, "--backend", "nkisim", "--host", "h1")
+    daemon = DaemonProcess(tmp_path / "d", "--shapes", "small", env={"ACCELOPT_DB": url})
+    daemon.drop(SUITE / "silu", "silu")
+    worker.start()
+    daemon.start()
+    try:
+        wait_until(lambda: daemon.events(ProfileRecorded, purpose="baseline"), 60, "the baseline")
+        seen = run_agent(daemon.env)
+        check_the_session(seen)
+        check_the_daemon_followed(daemon, seen)
+    finally:
+        assert daemon.stop() == 0
+        assert worker.stop() == 0
+    check_replay_and_report(daemon, tmp_path)
