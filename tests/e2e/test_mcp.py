@@ -130,8 +130,8 @@ def check_replay_and_report(daemon: DaemonProcess, tmp_path: Path) -> None:
     try:
         for projection in (LibraryProjection(), MemoryProjection()):
             kept = store.load_checkpoint(projection.name)  # what the daemon folded as it ran
-            assert kept is not None and kept.position == store.head()
-            again = replay(store, projection, use_snapshots=False)
+            assert kept is not None and kept.position >= store.head() - 1  # a worker's stop
+            again = replay(store, projection, until=kept.position, use_snapshots=False)
             assert canonical_json(projection.dump(again.state)) == canonical_json(kept.state)
         assert any(
             isinstance(e, CandidateGenerated) and e.agent is not None
@@ -182,7 +182,9 @@ def test_the_same_on_postgresql_with_a_fleet_worker(
     tmp_path: Path, fresh_pg_url: Callable[[], str]
 ) -> None:
     url = fresh_pg_url()
-    worker = WorkerProcess(tmp_path / "h1", url, "--backend", "nkisim", "--host", "h1")
+    worker = WorkerProcess(
+        tmp_path / "h1", url, "--backend", "nkisim", "--devices", "1", "--host", "h1"
+    )
     daemon = DaemonProcess(tmp_path / "d", "--shapes", "small", env={"ACCELOPT_DB": url})
     daemon.drop(SUITE / "silu", "silu")
     worker.start()
