@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import click
 
-from daemon.backends import open_for_command
 from daemon.cli.context import app_context, open_migrated_store
 from daemon.cli.options import database_option, device_list, kernel_options, log_level_option
 from daemon.mcp.budget import DeviceBudget
@@ -57,21 +56,12 @@ def mcp_command(
     options = RouteOptions(name, target, shapes or DEFAULT_SHAPES, device_list(devices, name))
     route = JobRoute.open(app.settings, app.database_url, store, options, isolation=isolation)
     ctx.call_on_close(route.close)
-    checker = open_for_command(
-        name,
-        options.devices[:1],
-        target,
-        None,
-        isolation=isolation,
-        settings=app.settings,
-        require_device=False,
-    )
     desk = AgentDesk(
         store=store,
         route=route,
         budget=DeviceBudget(app.settings.mcp_device_s_per_hour),
         revisions=revisions_root(app.settings),
-        check_backend=checker.first,
+        check_backend=route.opened.first,
     )
     server = build_server(desk)
     click.echo(f"accelopt mcp: jobs run on {route.description}", err=True)

@@ -50,6 +50,7 @@ from daemon.views.web.follow import Follower
 from events.catalog import AgentOrigin, ExperienceSummarized, ProfilePurpose, ProfileRecorded
 from events.codec import decode
 from nkibench.backend import Backend
+from nkibench.errors import TaskError
 from nkibench.harness import check_kernel
 from nkibench.sandbox.parse_child import size_refusal
 from nkibench.task.names import name_problem
@@ -215,7 +216,7 @@ class AgentDesk:
 
     def check(self, caller: Caller, name: str, source: str) -> CheckOutcome:
         """Correctness only, in the sandbox, on this host; nothing recorded."""
-        spec = self._task(name)
+        spec = self._runnable(name)
         _within_limits(source)
         self.budget.admit(caller.key)
         started = time.monotonic()
@@ -227,6 +228,8 @@ class AgentDesk:
                 shapes=self.route.shapes,
                 target=self.route.target,
             )
+        except TaskError as e:  # not this task's shapes, say: the task's problem, as check's
+            raise Refusal("task", e.message) from None
         finally:
             self.budget.charge(caller.key, time.monotonic() - started)
         if not result.correct:
@@ -248,6 +251,7 @@ class AgentDesk:
         Refusal of its verdict's kind (recorded, and rejected, all the same)."""
         spec = self._task(name)
         _within_limits(source)
+        self.route.check_available()
         self.budget.admit(caller.key)
         record, profiles = self._session(caller, spec)
         candidate = self._candidate(record, caller, source, plan, parent)
@@ -338,6 +342,23 @@ class AgentDesk:
             )
         with self._tasks_lock:  # two calls must not write the same folder at once
             return materialize(self.store, revision.source_changed(), self.revisions)
+
+    def _runnable(self, name: str) -> TaskSpec:
+        """The task, if its kernel language runs on this server's backend and target."""
+        spec = self._task(name)
+        dialects = self.route.opened.dialects
+        if spec.dialect not in dialects:
+            raise Refusal(
+                "task",
+                f"{name} is written in {spec.dialect}; this server runs "
+                f"{self.route.backend_name} ({', '.join(sorted(dialects))}): start "
+                "`accelopt mcp` with the task's --backend",
+            )
+        try:
+            spec.overrides(self.route.shapes)
+        except TaskError as e:
+            raise Refusal("task", e.message) from None
+        return spec
 
     def _session(self, caller: Caller, spec: TaskSpec) -> tuple[SearchRecord, Profiles]:
         record = SearchRecord(self.recorder, spec.name, kind="agent")

@@ -17,8 +17,11 @@ from pathlib import Path
 
 from daemon.backends import open_for_command
 from daemon.coordinator.lock import DaemonLock
+from daemon.mcp.errors import Refusal
 from daemon.settings import Settings
 from daemon.workers.worker import QueuedProfiler, Worker
+from nkibench.backend import OpenedBackend
+from nkibench.errors import BackendUnavailable
 from nkibench.result import KernelResult
 from nkibench.sandbox.isolation import Isolation
 from nkibench.task.spec import TaskSpec
@@ -27,7 +30,7 @@ from store.jobs.base import JobQueue
 from store.jobs.memory import MemoryJobQueue
 from store.sql import SqlEventStore
 
-__all__ = ["ChargedProfiler", "JobRoute", "RouteOptions"]
+__all__ = ["ChargedProfiler", "JobRoute", "RouteOptions", "revisions_root"]
 
 
 @dataclass(frozen=True)
@@ -44,13 +47,16 @@ class RouteOptions:
 @dataclass
 class JobRoute:
     queue: JobQueue
-    backend_name: str
-    target: str
+    opened: OpenedBackend
+    """The backend as this host opened it: the checks run on its first device."""
     shapes: str
     priority: float
     description: str
     stop: threading.Event
     workers: list[Worker] = field(default_factory=list)
+    unavailable: str | None = None
+    """Why no job can run here (no daemon, and this host lacks the backend's devices): the
+    agents may read and check, not profile."""
 
     @classmethod
     def open(
@@ -64,25 +70,28 @@ class JobRoute:
     ) -> JobRoute:
         stop = threading.Event()
         holder = DaemonLock.holder(url)
-        opened = open_for_command(
-            options.backend,
-            options.devices,
-            options.target,
-            lambda: store,
-            isolation=isolation,
-            settings=settings,
-            require_device=holder is None,  # the daemon's devices run the jobs
-        )
-        if holder is not None:
-            return cls(
-                open_queue(store.engine),
-                opened.name,
-                opened.target,
-                options.shapes,
-                settings.mcp_priority,
-                f"the daemon's queue ({holder})",
-                stop,
+
+        def backend(*, devices: bool) -> OpenedBackend:
+            return open_for_command(
+                options.backend,
+                options.devices,
+                options.target,
+                lambda: store,
+                isolation=isolation,
+                settings=settings,
+                require_device=devices,
             )
+
+        shapes, priority = options.shapes, settings.mcp_priority
+        if holder is not None:  # the daemon's devices run the jobs
+            opened = backend(devices=False)
+            queue = open_queue(store.engine)
+            return cls(queue, opened, shapes, priority, f"the daemon's queue ({holder})", stop)
+        try:
+            opened = backend(devices=True)
+        except BackendUnavailable as e:  # a GPU backend on a host without one: checks only
+            opened = backend(devices=False)
+            return cls(MemoryJobQueue(), opened, shapes, priority, "no device", stop, [], e.message)
         queue = MemoryJobQueue(give_up=settings.give_up(len(opened.devices)))
         workdir = settings.state_dir() / "mcp" / "work"
         workdir.mkdir(parents=True, exist_ok=True)
@@ -92,16 +101,23 @@ class JobRoute:
         ]
         for worker in workers:
             worker.start()
-        return cls(
-            queue,
-            opened.name,
-            opened.target,
-            options.shapes,
-            settings.mcp_priority,
-            f"this process's {len(workers)} {opened.name} device(s); no daemon holds the database",
-            stop,
-            workers,
+        where = (
+            f"this process's {len(workers)} {opened.name} device(s); no daemon holds the database"
         )
+        return cls(queue, opened, shapes, priority, where, stop, workers)
+
+    @property
+    def backend_name(self) -> str:
+        return self.opened.name
+
+    @property
+    def target(self) -> str:
+        return self.opened.target
+
+    def check_available(self) -> None:
+        """Refusal `measurement` when no job can run here."""
+        if self.unavailable is not None:
+            raise Refusal("measurement", f"nothing can be profiled here: {self.unavailable}")
 
     @property
     def platform(self) -> str:

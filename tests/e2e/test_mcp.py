@@ -20,7 +20,7 @@ import pytest
 
 from agents.memory import MemoryProjection
 from events.catalog import CandidateGenerated, KernelPromoted, ProfileRecorded
-from events.codec import canonical_json
+from events.codec import canonical_json, decode
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from store.projections.library import LibraryProjection
 from store.projections.runner import replay
@@ -74,20 +74,21 @@ def check_the_session(seen: dict[str, Any]) -> None:
     assert seen["tools"] == TOOLS
     (silu,) = [t for t in seen["tasks"] if t["task"] == "silu"]
     (platform,) = silu["platforms"]
-    assert platform["platform"] == "nkisim:trn2" and platform["baseline"]["kind"] == "estimated"
-    assert seen["task"].content["files"]["kernel.py"] == agent_script.BASELINE
-    assert seen["wrong"].error and seen["wrong"].content["error"] == "incorrect"
-    slow, fast = seen["slow"].content, seen["fast"].content
-    assert not seen["slow"].error and not seen["fast"].error
+    assert platform["platform"] == "nkisim:trn2"
+    assert platform["baseline"]["kind"] == "estimated"
+    assert seen["task"].value()["files"]["kernel.py"] == agent_script.BASELINE
+    seen["wrong"].refusal("incorrect")
+    slow, fast = seen["slow"].value(), seen["fast"].value()
     assert fast["latency"]["kind"] == slow["latency"]["kind"] == "estimated"
     assert fast["latency"]["ms"] < slow["latency"]["ms"]
-    assert fast["counters"] and fast["pct_of_peak"] is not None
-    submitted = seen["submit"]
-    assert not submitted.error, submitted.content
-    assert submitted.content["promoted"] and submitted.content["speedup"] > 1.0
-    assert submitted.content["profile"]["candidate_id"] == fast["candidate_id"]
+    assert fast["counters"]
+    assert fast["pct_of_peak"] is not None
+    submitted = seen["submit"].value()
+    assert submitted["promoted"]
+    assert submitted["speedup"] > 1.0
+    assert submitted["profile"]["candidate_id"] == fast["candidate_id"]
     (lesson,) = [item for item in seen["lessons"] if item["provenance"]["agent"] is not None]
-    assert lesson["item_id"] == submitted.content["lesson_item_id"]
+    assert lesson["item_id"] == submitted["lesson_item_id"]
     assert lesson["provenance"]["agent"] == {
         "client": "claude-code-test",
         "client_version": "9.9",
@@ -105,7 +106,8 @@ def check_the_daemon_followed(daemon: DaemonProcess, seen: dict[str, Any]) -> No
     wait_until(lambda: library.exists() and fast in library.read_text(), 30, "the library folder")
     assert agent_script.FAST in library.read_text()
     exported = daemon.accelopt("export", "silu")
-    assert exported.returncode == 0 and agent_script.FAST in exported.stdout
+    assert exported.returncode == 0, exported.stderr
+    assert agent_script.FAST in exported.stdout
     assert f"candidate {fast}" in exported.stdout
 
     listed = daemon.accelopt("events", "--type", "CandidateGenerated", "--json")
@@ -130,7 +132,8 @@ def check_replay_and_report(daemon: DaemonProcess, tmp_path: Path) -> None:
     try:
         for projection in (LibraryProjection(), MemoryProjection()):
             kept = store.load_checkpoint(projection.name)  # what the daemon folded as it ran
-            assert kept is not None and kept.position >= store.head() - 1  # a worker's stop
+            assert kept is not None
+            assert kept.position >= store.head() - 1  # a fleet worker's stop may follow
             again = replay(store, projection, until=kept.position, use_snapshots=False)
             assert canonical_json(projection.dump(again.state)) == canonical_json(kept.state)
         assert any(
@@ -146,8 +149,6 @@ def check_replay_and_report(daemon: DaemonProcess, tmp_path: Path) -> None:
 
 
 def _decode(stored: Any) -> Any:
-    from events.codec import decode  # noqa: PLC0415
-
     return decode(stored)
 
 

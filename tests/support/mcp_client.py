@@ -25,7 +25,18 @@ class Answer:
     @property
     def result(self) -> Any:
         """A list-returning tool's list (the SDK wraps it as `result`)."""
-        return self.content["result"]
+        return self.value()["result"]
+
+    def value(self) -> dict[str, Any]:
+        """The answer of a call that succeeded."""
+        assert not self.error, self.content
+        return self.content
+
+    def refusal(self, kind: str) -> dict[str, Any]:
+        """The typed error of a refused call, which must be of `kind`."""
+        assert self.error, self.content
+        assert self.content["error"] == kind, self.content
+        return self.content
 
 
 class Agent:
