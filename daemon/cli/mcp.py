@@ -10,7 +10,7 @@ from daemon.cli.options import database_option, device_list, kernel_options, log
 from daemon.mcp.budget import DeviceBudget
 from daemon.mcp.desk import AgentDesk
 from daemon.mcp.route import JobRoute, RouteOptions, revisions_root
-from daemon.mcp.server import build_server, http_app
+from daemon.mcp.server import build_server, serve_http
 from daemon.process.logs import configure_logging
 from daemon.views.web.server import parse_bind
 
@@ -68,15 +68,6 @@ def mcp_command(
     if host_port is None:
         server.run("stdio")
         return
-    import uvicorn  # noqa: PLC0415 - only with --http
-
     host, port = host_port
-    config = uvicorn.Config(
-        http_app(server, host, app.settings.http_token),  # type: ignore[arg-type]
-        host=host,
-        port=port,
-        log_config=None,
-        access_log=False,
-    )
     click.echo(f"accelopt mcp: serving http://{host}:{port}/mcp", err=True)
-    uvicorn.Server(config).run()
+    serve_http(server, host, port, app.settings.http_token)

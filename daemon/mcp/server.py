@@ -32,7 +32,7 @@ from daemon.mcp.models import (
 )
 from events.catalog import AgentOrigin
 
-__all__ = ["build_server", "client_key", "http_app"]
+__all__ = ["build_server", "client_key", "serve_http"]
 
 T = TypeVar("T")
 NAME_LIMIT = 128
@@ -165,11 +165,15 @@ def build_server(desk: AgentDesk) -> MCPServer:
     return server
 
 
-def http_app(server: MCPServer, host: str, token: str | None) -> object:
-    """The Streamable HTTP application at `/mcp`, behind the live pages' token rule."""
+def serve_http(server: MCPServer, host: str, port: int, token: str | None) -> None:
+    """Streamable HTTP at `http://HOST:PORT/mcp`, behind the live pages' token rule, until
+    SIGTERM or SIGINT (uvicorn's own handlers)."""
+    import uvicorn  # noqa: PLC0415 - only with --http
+
     from daemon.views.web.token import token_middleware  # noqa: PLC0415 - the web extra
 
     app = server.streamable_http_app(host=host)
     for middleware in token_middleware(token):
         app.add_middleware(middleware.cls, *middleware.args, **middleware.kwargs)
-    return app
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
+    uvicorn.Server(config).run()
