@@ -10,8 +10,8 @@ library and memory the daemon kept, and the report shows the agent's candidates.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +19,24 @@ import anyio
 import pytest
 
 from agents.memory import MemoryProjection
-from events.catalog import CandidateGenerated, KernelPromoted, ProfileRecorded
+from events.catalog import (
+    CandidateGenerated,
+    KernelPromoted,
+    PlanProposed,
+    ProfileRecorded,
+    SearchFinished,
+)
 from events.codec import canonical_json, decode
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
+from store.engine import make_engine
+from store.jobs import open_queue
 from store.projections.library import LibraryProjection
 from store.projections.runner import replay
 from store.sql import SqlEventStore
 from tests.support import agent_script
+from tests.support.cli import run_cli, search_args
 from tests.support.daemon_process import DaemonProcess, WorkerProcess, wait_until
+from tests.support.llm_server import running_llm
 from tests.support.mcp_client import Agent, stdio_agent
 
 pytestmark = pytest.mark.slow
@@ -42,6 +52,8 @@ TOOLS = {
 }
 LESSON = "**One sigmoid activation instead of exp, add and reciprocal**\n\nScalarE does it once."
 MODEL = "test-model-7"
+SETTLE = timedelta(seconds=0.5)
+"""A job submitted while a worker's claim was being written is not the claim's to see."""
 
 
 async def agent_session(agent: Agent) -> dict[str, Any]:
@@ -105,13 +117,13 @@ def check_the_daemon_followed(daemon: DaemonProcess, seen: dict[str, Any]) -> No
     library = daemon.home / "library" / "silu" / "kernel.py"
     wait_until(lambda: library.exists() and fast in library.read_text(), 30, "the library folder")
     assert agent_script.FAST in library.read_text()
-    exported = daemon.accelopt("export", "silu")
-    assert exported.returncode == 0, exported.stderr
-    assert agent_script.FAST in exported.stdout
-    assert f"candidate {fast}" in exported.stdout
+    exported = run_cli("--db", daemon.db, "export", "silu")
+    assert exported.code == 0, exported.err
+    assert agent_script.FAST in exported.out
+    assert f"candidate {fast}" in exported.out
 
-    listed = daemon.accelopt("events", "--type", "CandidateGenerated", "--json")
-    stored = [json.loads(line)["data"] for line in listed.stdout.splitlines()]
+    listed = run_cli("--db", daemon.db, "events", "--type", "CandidateGenerated", "--json")
+    stored = [line["data"] for line in listed.lines()]
     agents = [data for data in stored if data["origin"] == "agent"]
     assert {d["candidate_id"] for d in agents} == {seen["slow"].content["candidate_id"], fast}
     assert {d["agent"]["client"] for d in agents} == {"claude-code-test"}
@@ -143,8 +155,8 @@ def check_replay_and_report(daemon: DaemonProcess, tmp_path: Path) -> None:
     finally:
         store.close()
     page = tmp_path / "report.html"
-    made = daemon.accelopt("report", "--out", str(page))
-    assert made.returncode == 0, made.stderr
+    made = run_cli("--db", daemon.db, "report", "--out", str(page))
+    assert made.code == 0, made.err
     assert f"agent claude-code-test/{MODEL}" in page.read_text()
 
 
@@ -199,3 +211,75 @@ def test_the_same_on_postgresql_with_a_fleet_worker(
         assert daemon.stop() == 0
         assert worker.stop() == 0
     check_replay_and_report(daemon, tmp_path)
+
+
+def test_two_agents_at_once_are_both_served_below_the_daemons_search(tmp_path: Path) -> None:
+    """One device, a search of the daemon's running (the scripted LLM), and two agents
+    profiling at the same time: both get their answers, and by the jobs' own times no agent
+    job ever started while a job of the search was waiting."""
+    with running_llm(agent_script.answer) as llm:
+        daemon = DaemonProcess(
+            tmp_path / "d",
+            "--shapes",
+            "small",
+            *search_args(iterations=1, beam=1, plans=2, samples=2),
+            env=agent_script.llm_env(llm.url),
+        )
+        daemon.drop(SUITE / "silu", "silu")
+        daemon.start()
+        try:
+            wait_until(lambda: daemon.events(PlanProposed), 60, "the search's first plan")
+
+            async def agent(name: str) -> list[Any]:
+                async with stdio_agent(daemon.env, "--shapes", "small", name=name) as client:
+                    return [
+                        await client.call("profile_kernel", task="silu", source=source)
+                        for source in (agent_script.FAST, agent_script.SLOW)
+                    ]
+
+            async def both() -> dict[str, list[Any]]:
+                answers: dict[str, list[Any]] = {}
+
+                async def run(name: str) -> None:
+                    answers[name] = await agent(name)
+
+                async with anyio.create_task_group() as group:
+                    for name in ("agent-a", "agent-b"):
+                        group.start_soon(run, name)
+                return answers
+
+            answers = anyio.run(both)
+            wait_until(lambda: daemon.events(SearchFinished), 120, "the daemon's search")
+        finally:
+            assert daemon.stop() == 0
+
+    for name, (fast, slow) in answers.items():
+        assert fast.value()["latency"]["ms"] < slow.value()["latency"]["ms"], name
+    engine = make_engine(daemon.db)
+    try:
+        queue = open_queue(engine)
+        jobs = [listed.job for listed in queue.listing()]
+        queue.close()
+    finally:
+        engine.dispose()
+    agents = [j for j in jobs if j.job_id.startswith("agent~")]
+    searches = [j for j in jobs if not j.job_id.startswith("agent~")]
+    assert {j.job_id.split("~")[1] for j in agents} == {"agent-a", "agent-b"}
+    assert len(agents) == 4
+    assert {j.priority for j in agents} == {-1.0}
+    assert min(j.priority for j in searches) >= 0
+    for job in agents:
+        assert job.started_at is not None
+        waiting = [
+            s.job_id
+            for s in searches
+            if s.created_at is not None
+            and s.started_at is not None
+            and s.created_at < job.started_at - SETTLE
+            and s.started_at > job.started_at
+        ]
+        assert not waiting, f"{job.job_id} started while the search's {waiting} waited"
+    # and the search ran while the agents worked: its jobs interleave with theirs
+    first = min(j.created_at for j in agents if j.created_at is not None)
+    last = max(j.finished_at for j in agents if j.finished_at is not None)
+    assert any(first < s.started_at < last for s in searches if s.started_at is not None)
