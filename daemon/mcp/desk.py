@@ -50,6 +50,7 @@ from daemon.views.web.follow import Follower
 from events.catalog import AgentOrigin, ExperienceSummarized, ProfilePurpose, ProfileRecorded
 from events.codec import decode
 from nkibench.backend import Backend
+from nkibench.cost.caveats import caveats
 from nkibench.errors import TaskError
 from nkibench.harness import check_kernel
 from nkibench.sandbox.parse_child import size_refusal
@@ -512,6 +513,7 @@ class AgentDesk:
             "bound_by": latest.bound_by,
             "counters": latest.counters,
             "hot_lines": latest.hot_lines,
+            "caveats": _caveats(latest),
         }
 
     def _outcome(self, spec: TaskSpec, candidate: str, profile: ProfileRecorded) -> ProfileOutcome:
@@ -532,6 +534,7 @@ class AgentDesk:
             counters=profile.counters,
             hot_lines=[dict(line) for line in profile.hot_lines],
             model_version=profile.model_version,
+            caveats=_caveats(profile),
             shapes=self.route.shapes,
             platform=f"{profile.backend}:{profile.target}",
         )
@@ -542,6 +545,13 @@ def _within_limits(source: str) -> None:
     refusal = size_refusal(source)
     if refusal is not None:
         raise Refusal("rejected", refusal.message)
+
+
+def _caveats(profile: ProfileRecorded) -> list[str]:
+    """The Trainium cost model's known blind spots for an nkisim estimate (none otherwise)."""
+    if profile.latency_kind == "estimated" and profile.backend == "nkisim":
+        return caveats(profile.counters)
+    return []
 
 
 def _latency(ms: float | None, kind: str | None) -> Latency | None:

@@ -68,7 +68,7 @@ class TaskDetail(BaseModel):
     best_source: str | None = Field(description="The best kernel's source (null: the task's own).")
     best_profile: dict[str, Any] | None = Field(
         description="Its latest profile: latency and kind, counters, roofline, bound-by engine, "
-        "hot lines, cost model version."
+        "hot lines, cost model version and its caveats."
     )
 
 
@@ -107,6 +107,10 @@ class ProfileOutcome(BaseModel):
     counters: dict[str, float]
     hot_lines: list[dict[str, Any]]
     model_version: str | None = Field(description="The cost model of an estimated latency.")
+    caveats: list[str] = Field(
+        description="Where the cost model's estimate is known to be weak for these counters "
+        "(nkisim), as accelopt's planner is told."
+    )
     shapes: str
     platform: str
 
