@@ -61,7 +61,6 @@ def mcp_command(
         route=route,
         budget=DeviceBudget(app.settings.mcp_device_s_per_hour),
         revisions=revisions_root(app.settings),
-        check_backend=route.opened.first,
     )
     server = build_server(desk)
     click.echo(f"accelopt mcp: jobs run on {route.description}", err=True)

@@ -1,6 +1,5 @@
-"""What each MCP tool does, without MCP: the tasks and memory from the projections (folded in
-this process, daemon.views.web.follow), checks in the sandboxed harness, and an agent's kernels
-through the daemon's own machinery.
+"""What the kernel tools do, without MCP: checks in the sandboxed harness on this host, and an
+agent's kernels through the daemon's own machinery (the reading tools: reading.py).
 
 An agent's work on one task revision is a session (`agent:<session id>`, agents/search/ids.py):
 a search's stream without a SearchStarted, so no daemon ever resumes it. Each kernel it profiles
@@ -17,47 +16,27 @@ submission teaches nothing.
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from agents.config import SearchConfig
-from agents.memory import lesson_as_shown, shown_to_planner
 from agents.search import ids
 from agents.search.profiling import Profiles
 from agents.search.promotion import promote_if_verified
-from agents.search.record import SearchRecord, searches_of
+from agents.search.record import SearchRecord
 from agents.search.steps import REJECTION
 from daemon.mcp.budget import DeviceBudget
 from daemon.mcp.errors import Refusal
-from daemon.mcp.models import (
-    CheckOutcome,
-    HistoryEntry,
-    Latency,
-    Lesson,
-    PlatformSummary,
-    ProfileOutcome,
-    SubmitOutcome,
-    TaskDetail,
-    TaskSummary,
-)
+from daemon.mcp.models import CheckOutcome, ProfileOutcome, SubmitOutcome
+from daemon.mcp.reading import TaskReader, latency, profile_caveats
 from daemon.mcp.route import JobRoute
-from daemon.revisions import materialize
-from daemon.views.web.follow import Follower
 from events.catalog import AgentOrigin, ExperienceSummarized, ProfilePurpose, ProfileRecorded
-from events.codec import decode
-from nkibench.backend import Backend
-from nkibench.cost.caveats import caveats
 from nkibench.errors import TaskError
 from nkibench.harness import check_kernel
 from nkibench.sandbox.parse_child import size_refusal
-from nkibench.task.names import name_problem
 from nkibench.task.operators import operators as task_operators
 from nkibench.task.spec import TaskSpec
-from store.projections.library import PlatformRecord
 from store.recorder import Recorder
 from store.sql import SqlEventStore
 
@@ -86,6 +65,8 @@ class Caller:
 
 
 class AgentDesk:
+    """The kernel tools: check, profile, submit."""
+
     def __init__(
         self,
         *,
@@ -93,125 +74,23 @@ class AgentDesk:
         route: JobRoute,
         budget: DeviceBudget,
         revisions: Path,
-        check_backend: Callable[[], Backend],
         config: SearchConfig | None = None,
     ) -> None:
-        """`check_backend`: the backend `check_kernel` runs on (this host's, as `accelopt
-        check`'s); `config`: the search's rules (min_gain, the memory shown)."""
-        self.store = store
+        """`config`: the search's rules (min_gain, the memory shown); `revisions`: where tasks
+        are rebuilt from the log (the daemon's own folder: its workers on this host read the
+        revisions an agent's jobs name)."""
         self.recorder = Recorder(store)
         self.route = route
         self.budget = budget
-        self.revisions = revisions
-        self.check_backend = check_backend
         self.config = config or SearchConfig()
-        self.follower = Follower(store)
-        self._tasks_lock = threading.Lock()
-
-    # --- reading ---------------------------------------------------------------------------
-
-    def list_tasks(self) -> list[TaskSummary]:
-        self.follower.catch_up()
-        with self.follower.lock:
-            library, report = self.follower.library, self.follower.report
-            return [
-                TaskSummary(
-                    task=name,
-                    dialect=(r.dialect if (r := library.revisions.get(name)) else None),
-                    state=record.state,
-                    error=record.error,
-                    platforms=[
-                        _platform(
-                            key, p, report.tasks[name].best_pct if name in report.tasks else None
-                        )
-                        for key, p in sorted(record.platforms.items())
-                    ],
-                )
-                for name, record in sorted(library.tasks.items())
-            ]
-
-    def get_task(self, name: str) -> TaskDetail:
-        spec = self._task(name)
-        with self.follower.lock:
-            record = self.follower.library.tasks[name]
-            revision = self.follower.library.revisions[name]
-            platform = record.platforms.get(self.route.platform)
-            best = platform.best_candidate_id if platform else None
-            candidate = self.follower.report.candidates.get(best) if best else None
-            pct = (
-                self.follower.report.tasks[name].best_pct
-                if name in self.follower.report.tasks
-                else None
-            )
-            platforms = [_platform(k, p, pct) for k, p in sorted(record.platforms.items())]
-        texts = {
-            file: self.store.get_text(blob)
-            for file, blob in sorted(revision.files.items())
-            if file.endswith((".py", ".toml"))
-        }
-        return TaskDetail(
-            task=name,
-            dialect=spec.dialect,
-            revision=spec.content_hash,
-            files=texts,
-            shapes={k: {n: float(v) for n, v in s.items()} for k, s in spec.shape_sets.items()},
-            workloads=[f"w{i}" for i in range(len(spec.workloads))],
-            seeds=list(spec.seeds),
-            tolerance=spec.rel_tol,
-            platforms=platforms,
-            best_candidate_id=best,
-            best_source=(
-                self.store.get_text(candidate.source_blob)
-                if candidate is not None and candidate.source_blob
-                else None
-            ),
-            best_profile=self._latest_profile(name, best, spec.content_hash),
+        self.reader = TaskReader(
+            store,
+            platform=route.platform,
+            target=route.target,
+            revisions=revisions,
+            config=self.config,
         )
-
-    def lessons(self, name: str) -> list[Lesson]:
-        spec = self._task(name)
-        with self.follower.lock:
-            items = shown_to_planner(
-                self.follower.report.memory,
-                task=name,
-                operators=task_operators(spec.reference_source),
-                target=self.route.target,
-                dialect=spec.dialect,
-                limit=self.config.memory_shown,
-            )
-        return [
-            Lesson(
-                item_id=item.item_id,
-                task=item.task,
-                title=item.title,
-                text=lesson_as_shown(
-                    item, self.store.get_text(item.summary_blob), dialect=spec.dialect
-                ),
-                speedup=item.speedup,
-                provenance=item.provenance,
-            )
-            for item in items
-        ]
-
-    def history(self, name: str, limit: int) -> list[HistoryEntry]:
-        self._task(name)
-        with self.follower.lock:
-            candidates = [c for c in self.follower.report.candidates.values() if c.task == name]
-        candidates.sort(key=lambda c: c.position, reverse=True)
-        return [
-            HistoryEntry(
-                candidate_id=c.candidate_id,
-                origin=c.origin,
-                agent=c.agent,
-                session=c.search_id,
-                parent_id=c.parent_id,
-                fate=c.fate,
-                reason=c.reason,
-                latency=_latency(c.latency_ms, c.latency_kind),
-                position=c.position,
-            )
-            for c in candidates[:limit]
-        ]
+        self.follower = self.reader.follower
 
     # --- kernels ---------------------------------------------------------------------------
 
@@ -224,7 +103,7 @@ class AgentDesk:
         try:
             result = check_kernel(
                 spec,
-                backend=self.check_backend(),
+                backend=self.route.opened.first(),
                 kernel_source=source,
                 shapes=self.route.shapes,
                 target=self.route.target,
@@ -250,7 +129,7 @@ class AgentDesk:
     ) -> ProfileOutcome:
         """Record the kernel as the agent's candidate and profile it; a failing one is a
         Refusal of its verdict's kind (recorded, and rejected, all the same)."""
-        spec = self._task(name)
+        spec = self.reader.task(name)
         _within_limits(source)
         self.route.check_available()
         self.budget.admit(caller.key)
@@ -274,7 +153,7 @@ class AgentDesk:
         parent: str | None,
         lesson: str | None,
     ) -> SubmitOutcome:
-        spec = self._task(name)
+        spec = self.reader.task(name)
         if lesson is not None and len(lesson) > LESSON_LIMIT:
             raise Refusal(
                 "rejected", f"the lesson is {len(lesson)} characters, over {LESSON_LIMIT}"
@@ -327,26 +206,9 @@ class AgentDesk:
 
     # --- the pieces ------------------------------------------------------------------------
 
-    def _task(self, name: str) -> TaskSpec:
-        """The task's current revision, rebuilt from the log; Refusal `task` for a name that
-        is no task's (a path, say) or a task without a loadable revision."""
-        problem = name_problem(name)
-        if problem is not None:
-            raise Refusal("task", problem)
-        self.follower.catch_up()
-        with self.follower.lock:
-            revision = self.follower.library.revisions.get(name)
-        if revision is None:
-            known = ", ".join(sorted(self.follower.library.revisions)) or "none yet"
-            raise Refusal(
-                "task", f"no task named {name!r} has a loadable revision (tasks: {known})"
-            )
-        with self._tasks_lock:  # two calls must not write the same folder at once
-            return materialize(self.store, revision.source_changed(), self.revisions)
-
     def _runnable(self, name: str) -> TaskSpec:
         """The task, if its kernel language runs on this server's backend and target."""
-        spec = self._task(name)
+        spec = self.reader.task(name)
         dialects = self.route.opened.dialects
         if spec.dialect not in dialects:
             raise Refusal(
@@ -401,12 +263,12 @@ class AgentDesk:
         never baselined on this platform is baselined in the session first."""
         self.follower.catch_up()
         with self.follower.lock:
-            record_ = self.follower.library.tasks[spec.name]
-            platform = record_.platforms.get(self.route.platform)
+            task = self.follower.library.tasks[spec.name]
+            platform = task.platforms.get(self.route.platform)
             baseline_ms = platform.baseline_ms if platform else None
             promoted = (platform.promoted_candidate_id, platform.promoted_ms) if platform else None
         baseline_id = self._baseline_id(spec)
-        if baseline_ms is None:
+        if baseline_ms is None or baseline_id is None:
             baseline_id = ids.baseline_id(record.search_id)
             record.candidate(
                 iteration=0,
@@ -426,13 +288,20 @@ class AgentDesk:
             return baseline_ms, promoted[1], promoted[0]
         return baseline_ms, baseline_ms, baseline_id
 
-    def _baseline_id(self, spec: TaskSpec) -> str:
-        """The candidate of the task's own kernel in the latest search of this revision."""
-        started, _ = searches_of(self.store, spec.name)
-        for search in reversed(started):
-            if search.task_source_hash == spec.content_hash:
-                return search.baseline_candidate_id
-        return "baseline"
+    def _baseline_id(self, spec: TaskSpec) -> str | None:
+        """The latest candidate of the task's own kernel for this revision: a search's or an
+        agent session's (both ids end in `@<revision[:12]>`, then a search's `#<n>`)."""
+        revision = f"@{spec.content_hash[:12]}"
+        with self.follower.lock:
+            found = [
+                c
+                for c in self.follower.report.candidates.values()
+                if c.task == spec.name
+                and c.origin == "baseline"
+                and c.search_id is not None
+                and c.search_id.partition("#")[0].endswith(revision)
+            ]
+        return max(found, key=lambda c: c.position).candidate_id if found else None
 
     def _promoted_id(self, name: str) -> str | None:
         with self.follower.lock:
@@ -487,35 +356,6 @@ class AgentDesk:
             found.extend(self.recorder.of_type(f"job:{job}", ProfileRecorded))
         return found
 
-    def _latest_profile(
-        self, task: str, candidate: str | None, revision: str
-    ) -> dict[str, Any] | None:
-        latest: ProfileRecorded | None = None
-        for stored in self.store.read_all(types=[ProfileRecorded.type_name()]):
-            event = decode(stored).event
-            assert isinstance(event, ProfileRecorded)
-            if event.task != task or event.task_source_hash != revision or not event.correct:
-                continue
-            if (event.candidate_id == candidate and event.purpose != "reverify") or (
-                candidate is None and event.purpose == "baseline"
-            ):
-                latest = event
-        if latest is None:
-            return None
-        return {
-            "candidate_id": latest.candidate_id,
-            "platform": f"{latest.backend}:{latest.target}",
-            "latency": _latency(latest.latency_ms, latest.latency_kind),
-            "latency_stats": latest.latency_stats,
-            "model_version": latest.model_version,
-            "pct_of_peak": latest.pct_of_peak,
-            "roofline_ms": latest.roofline_ms,
-            "bound_by": latest.bound_by,
-            "counters": latest.counters,
-            "hot_lines": latest.hot_lines,
-            "caveats": _caveats(latest),
-        }
-
     def _outcome(self, spec: TaskSpec, candidate: str, profile: ProfileRecorded) -> ProfileOutcome:
         with self.follower.lock:
             record = self.follower.library.tasks.get(spec.name)
@@ -525,16 +365,16 @@ class AgentDesk:
             task=spec.name,
             candidate_id=candidate,
             correct=profile.correct,
-            latency=_latency(profile.latency_ms, kind),
-            baseline=_latency(platform.baseline_ms, platform.latency_kind) if platform else None,
-            promoted=_latency(platform.promoted_ms, platform.latency_kind) if platform else None,
+            latency=latency(profile.latency_ms, kind),
+            baseline=latency(platform.baseline_ms, platform.latency_kind) if platform else None,
+            promoted=latency(platform.promoted_ms, platform.latency_kind) if platform else None,
             pct_of_peak=profile.pct_of_peak,
             roofline_ms=profile.roofline_ms,
             bound_by=profile.bound_by,
             counters=profile.counters,
             hot_lines=[dict(line) for line in profile.hot_lines],
             model_version=profile.model_version,
-            caveats=_caveats(profile),
+            caveats=profile_caveats(profile),
             shapes=self.route.shapes,
             platform=f"{profile.backend}:{profile.target}",
         )
@@ -545,28 +385,3 @@ def _within_limits(source: str) -> None:
     refusal = size_refusal(source)
     if refusal is not None:
         raise Refusal("rejected", refusal.message)
-
-
-def _caveats(profile: ProfileRecorded) -> list[str]:
-    """The Trainium cost model's known blind spots for an nkisim estimate (none otherwise)."""
-    if profile.latency_kind == "estimated" and profile.backend == "nkisim":
-        return caveats(profile.counters)
-    return []
-
-
-def _latency(ms: float | None, kind: str | None) -> Latency | None:
-    if ms is None or kind not in ("measured", "estimated"):
-        return None
-    return Latency(ms=ms, kind=kind)
-
-
-def _platform(key: str, p: PlatformRecord, pct: float | None) -> PlatformSummary:
-    return PlatformSummary(
-        platform=key,
-        baseline=_latency(p.baseline_ms, p.latency_kind),
-        best=_latency(p.best_ms, p.latency_kind),
-        best_by=p.best_by,
-        promoted=_latency(p.promoted_ms, p.latency_kind),
-        promoted_by=p.promoted_by,
-        pct_of_peak=pct,
-    )

@@ -88,19 +88,19 @@ def build_server(desk: AgentDesk) -> MCPServer:
     def list_tasks() -> list[TaskSummary]:
         """Every task: dialect, state, and per platform (backend:target) the baseline, best and
         promoted latencies, each labelled measured or estimated, whose they are, and % of peak."""
-        return _answer(desk.list_tasks)
+        return _answer(desk.reader.list_tasks)
 
     @server.tool()
     def get_task(task: TaskName) -> TaskDetail:
         """The task's current revision: kernel.py, reference.py and task.toml; its shape sets,
         workloads, seeds and tolerance; the best kernel's source and its latest profile."""
-        return _answer(lambda: desk.get_task(task))
+        return _answer(lambda: desk.reader.get_task(task))
 
     @server.tool()
     def lessons(task: TaskName) -> list[Lesson]:
         """The optimization memory's lessons that accelopt's planner is shown for this task,
         best evidence first, with their provenance."""
-        return _answer(lambda: desk.lessons(task))
+        return _answer(lambda: desk.reader.lessons(task))
 
     @server.tool()
     def check_kernel(ctx: Context, task: TaskName, source: Source) -> CheckOutcome:
@@ -160,7 +160,7 @@ def build_server(desk: AgentDesk) -> MCPServer:
     ) -> list[HistoryEntry]:
         """The task's candidates, accelopt's and agents', newest first, with their fates
         (rejected, failed, profiled, selected, promoted), reasons and latencies."""
-        return _answer(lambda: desk.history(task, limit))
+        return _answer(lambda: desk.reader.history(task, limit))
 
     return server
 
