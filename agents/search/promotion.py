@@ -1,7 +1,8 @@
 """Promotion: the search's incumbent becomes the task's kernel once it is re-verified.
 
-A kernel is promoted only when it beats the baseline (or the last promotion) by more than the
-noise (`min_gain`), and only after a second, separate profile (purpose "reverify") confirms
+A kernel is promoted only when it beats the baseline (or the promotion standing on the search's
+platform, whoever made it: an earlier search, an outside agent) by more than the noise
+(`min_gain`), and only after a second, separate profile (purpose "reverify") confirms
 that it is correct and still as fast, so a lucky measurement never reaches the library.
 `KernelPromoted` goes to the task's stream, which the library folds, not to the search's.
 """
@@ -14,7 +15,7 @@ from agents.search import ids
 from agents.search.profiling import Kernel, Profiles
 from agents.search.record import SearchRecord
 from agents.search.selection import Measured
-from events.catalog import KernelPromoted, ProfileRecorded
+from events.catalog import KernelDemoted, KernelPromoted, ProfileRecorded
 from nkibench.task.spec import TaskSpec
 
 __all__ = ["Promotion", "promote_if_verified"]
@@ -50,6 +51,22 @@ class Promotion:
                 found = (event.candidate_id, event.latency_ms)
         return found
 
+    def standing(self) -> tuple[str | None, float | None]:
+        """The task revision's promotion on this search's platform that stands now, whoever
+        made it (this search, an earlier one, an outside agent's submission): a new one must
+        beat it. (candidate, latency), or Nones."""
+        profiler = self.profiles.profiler
+        found: tuple[str | None, float | None] = (None, None)
+        for event in self.record.recorder.events(self.stream):
+            if isinstance(event, KernelPromoted) and (
+                event.task_source_hash == self.task.content_hash
+                and (event.backend, event.target) == (profiler.backend_name, profiler.target)
+            ):
+                found = (event.candidate_id, event.latency_ms)
+            elif isinstance(event, KernelDemoted) and event.candidate_id == found[0]:
+                found = (None, None)
+        return found
+
     def consider(self, incumbent: Measured, baseline: Kernel, *, min_gain: float) -> None:
         """Promote the incumbent if it gains more than `min_gain` and survives
         re-verification."""
@@ -57,7 +74,7 @@ class Promotion:
         assert baseline.profile.latency_ms is not None
         if incumbent.candidate_id == baseline.event.candidate_id:
             return
-        promoted, promoted_ms = self.latest()
+        promoted, promoted_ms = self.standing()
         reference = promoted_ms or baseline.profile.latency_ms
         if promoted == incumbent.candidate_id or (incumbent.latency_ms * min_gain > reference):
             return

@@ -215,7 +215,8 @@ class LibraryProjection:
     name = "library"
     version = "6-agents"
     """Bumped for current revisions, their promotions and folder hashes; for folder records
-    and names held by the folder that claimed them first; for the daemons. Never a bare
+    and names held by the folder that claimed them first; for the daemons; for outside agents
+    (`accelopt mcp`: whose best and promoted kernels are an agent's). Never a bare
     number, which tests use to stand for "some other version"."""
 
     def __init__(self) -> None:
