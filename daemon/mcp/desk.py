@@ -125,12 +125,20 @@ class AgentDesk:
         )
 
     def profile(
-        self, caller: Caller, name: str, source: str, plan: str | None, parent: str | None = None
+        self,
+        caller: Caller,
+        name: str,
+        source: str,
+        *,
+        plan: str | None = None,
+        parent: str | None = None,
     ) -> ProfileOutcome:
         """Record the kernel as the agent's candidate and profile it; a failing one is a
         Refusal of its verdict's kind (recorded, and rejected, all the same)."""
-        spec = self.reader.task(name)
+        spec = self._runnable(name)
         _within_limits(source)
+        if parent is not None:
+            self.reader.candidate_of(name, parent)
         self.route.check_available()
         self.budget.admit(caller.key)
         record, profiles = self._session(caller, spec)
@@ -158,7 +166,7 @@ class AgentDesk:
             raise Refusal(
                 "rejected", f"the lesson is {len(lesson)} characters, over {LESSON_LIMIT}"
             )
-        outcome = self.profile(caller, name, source, plan, parent)
+        outcome = self.profile(caller, name, source, plan=plan, parent=parent)
         assert outcome.latency is not None  # a failing kernel was refused
         record, profiles = self._session(caller, spec)
         candidate = outcome.candidate_id

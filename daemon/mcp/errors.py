@@ -22,6 +22,7 @@ RefusalKind = Literal[
     "budget",  # the client used its device-seconds of the last hour: `retry_after_s` says when
     "duplicate",  # the same kernel as an earlier candidate of the session: `candidate_id` names it
     "not_promoted",  # a correct submission that the promotion rules turned down, and why
+    "unknown_candidate",  # a `parent` that is no candidate of the task
 ]
 
 

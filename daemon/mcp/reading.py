@@ -136,6 +136,14 @@ class TaskReader:
             for item in items
         ]
 
+    def candidate_of(self, name: str, candidate: str) -> None:
+        """Refusal `unknown_candidate` unless `candidate` is one of the task's (a parent)."""
+        with self.follower.lock:
+            known = self.follower.report.candidates.get(candidate)
+        if known is None or known.task != name:
+            shown = candidate[:80]
+            raise Refusal("unknown_candidate", f"{shown!r} is no candidate of {name} (history)")
+
     def history(self, name: str, limit: int) -> list[HistoryEntry]:
         self.task(name)
         with self.follower.lock:

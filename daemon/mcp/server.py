@@ -50,6 +50,9 @@ TaskName = Annotated[str, Field(description="The task's name, as list_tasks give
 Source = Annotated[
     str, Field(description="The whole kernel file (kernel.py), in the task's dialect.")
 ]
+Parent = Annotated[
+    str | None, Field(description="The candidate_id it was derived from (history lists them).")
+]
 Model = Annotated[
     str | None,
     Field(description="The model that wrote the kernel, recorded with it (default: unknown)."),
@@ -112,17 +115,21 @@ def build_server(desk: AgentDesk) -> MCPServer:
     @server.tool()
     def profile_kernel(
         ctx: Context,
+        *,
         task: TaskName,
         source: Source,
         plan: Annotated[
             str | None, Field(description="What the kernel changes and why (recorded).")
         ] = None,
+        parent: Parent = None,
         model: Model = None,
     ) -> ProfileOutcome:
         """Check and time the kernel on accelopt's devices: latency (measured or estimated),
         counters, roofline and % of peak. Recorded as your candidate; a failing kernel is an
         error with its verdict's kind and candidate_id."""
-        return _answer(lambda: desk.profile(_caller(ctx, model), task, source, plan))
+        return _answer(
+            lambda: desk.profile(_caller(ctx, model), task, source, plan=plan, parent=parent)
+        )
 
     @server.tool()
     def submit_kernel(
@@ -131,9 +138,7 @@ def build_server(desk: AgentDesk) -> MCPServer:
         task: TaskName,
         source: Source,
         plan: Annotated[str, Field(description="What the kernel changes and why.")],
-        parent: Annotated[
-            str | None, Field(description="The candidate_id it was derived from.")
-        ] = None,
+        parent: Parent = None,
         lesson: Annotated[
             str | None,
             Field(

@@ -78,6 +78,9 @@ def test_hostile_input_is_contained_and_a_client_over_its_budget_is_refused(
                 "huge": await agent.call(
                     "profile_kernel", task="silu", source="#" * (SOURCE_LIMIT + 1)
                 ),
+                "parent": await agent.call(
+                    "profile_kernel", task="silu", source=ESCAPE, parent="c" + "0" * 500
+                ),
                 "escape": await agent.call("profile_kernel", task="silu", source=ESCAPE),
                 "over": await agent.call(
                     "profile_kernel", task="silu", source=(NKI_SUITE / "silu/kernel.py").read_text()
@@ -89,7 +92,8 @@ def test_hostile_input_is_contained_and_a_client_over_its_budget_is_refused(
             recorded, "--backend", "triton", "--shapes", "small", name="hostile"
         ) as agent:
             return {
-                "torch": await agent.call("check_kernel", task="gpu_silu", source=TORCH_FALLBACK)
+                "torch": await agent.call("check_kernel", task="gpu_silu", source=TORCH_FALLBACK),
+                "dialect": await agent.call("profile_kernel", task="silu", source=ESCAPE),
             }
 
     async def both() -> dict[str, Any]:  # two servers, overlapped: the Triton one starts slowly
@@ -108,6 +112,7 @@ def test_hostile_input_is_contained_and_a_client_over_its_budget_is_refused(
     assert "no task named 'no_such_task'" in seen["unknown"].refusal("task")["message"]
     huge = seen["huge"].refusal("rejected")
     assert "over the 256 KiB limit of kernel.py" in huge["message"]
+    assert "is no candidate of silu" in seen["parent"].refusal("unknown_candidate")["message"]
     escape = seen["escape"].refusal("rejected")
     assert "the standard library's sys module" in escape["message"]
     over = seen["over"].refusal("budget")
@@ -122,6 +127,7 @@ def test_hostile_input_is_contained_and_a_client_over_its_budget_is_refused(
 
     torch = seen["torch"]
     assert "run() computed with PyTorch" in torch.refusal("cheat")["message"]
+    assert "this server runs triton" in seen["dialect"].refusal("task")["message"]
 
 
 def _free_port() -> int:
