@@ -115,9 +115,10 @@ class MemoryProjection:
         """`retention` None keeps every retired item and change (an audit of the whole log)."""
         self.capacity = capacity
         self.retention = retention
-        # 2: items carry their dialect; 3: the retention and its counts of what it dropped
+        # 2: items carry their dialect; 3: the retention and its counts of what it dropped;
+        # 4: an outside agent's lessons name it in their provenance
         kept = retention.describe() if retention is not None else "all"
-        self.version = f"3-capacity{capacity}-{kept}"
+        self.version = f"4-capacity{capacity}-{kept}"
 
     def initial(self) -> MemoryState:
         return MemoryState()
@@ -167,6 +168,8 @@ class MemoryProjection:
                 "backend": e.backend,
                 "target": e.target,
                 "fingerprint": dict(e.fingerprint),
+                # an outside agent's lesson (accelopt mcp): who taught it
+                "agent": e.agent.model_dump() if e.agent is not None else None,
             },
             added_position=position,
         )

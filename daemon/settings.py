@@ -261,6 +261,14 @@ class Settings(BaseSettings):
             retired_per_task=self.memory_retired_kept, changes=self.memory_changes_kept
         )
 
+    mcp_device_s_per_hour: float = Field(default=600.0, gt=0)
+    """`accelopt mcp`: the device-seconds one MCP client (by its name) may use in any hour,
+    checks included; a tool call past it is refused with the time to come back."""
+    mcp_priority: float = -1.0
+    """`accelopt mcp`: the priority of an outside agent's profile jobs in the daemon's queue.
+    The daemon's searches run theirs at 0 to their task's weight (higher runs first), so the
+    default lets an agent's job wait while a search's is pending."""
+
     def give_up(self, devices_here: int | None) -> GiveUp:
         """When a failing job ends failed; `devices_here`: the devices of a one-host queue
         (None: the fleet, which counts its live workers' devices)."""

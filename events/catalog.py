@@ -27,7 +27,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from events.base import Event
 
 __all__ = [
+    "AGENT_SESSION_PREFIX",
     "EVENT_TYPES",
+    "AgentOrigin",
     "BeamEntry",
     "BeamSelected",
     "CandidateGenerated",
@@ -60,6 +62,7 @@ __all__ = [
     "WorkerStarted",
     "WorkerStopped",
     "WorkloadProfile",
+    "agent_of_job",
 ]
 
 LatencyKind = Literal["measured", "estimated"]
@@ -81,7 +84,7 @@ RejectReason = Literal[
     "unsupported",
     "cheat",
 ]
-CandidateOrigin = Literal["baseline", "executor", "fixer", "tunable"]
+CandidateOrigin = Literal["baseline", "executor", "fixer", "tunable", "agent"]
 SearchEnd = Literal["completed", "plateau", "budget", "no_baseline", "failed"]
 
 
@@ -243,8 +246,37 @@ class PlanProposed(Event):
     llm_call_id: str
 
 
+AGENT_SESSION_PREFIX = "agent~"
+"""How an outside agent's session id starts (`agent~<client>~<task>@<revision>`,
+agents/search/ids.py), and so its candidates' profile job ids: a projection tells an agent's
+profile from the daemon's by it."""
+
+
+def agent_of_job(job_id: str) -> str | None:
+    """The MCP client whose session a profile job belongs to; None for the daemon's jobs."""
+    if not job_id.startswith(AGENT_SESSION_PREFIX):
+        return None
+    return job_id[len(AGENT_SESSION_PREFIX) :].split("~", 1)[0]
+
+
+class AgentOrigin(BaseModel):
+    """An outside coding agent that handed accelopt a kernel or a lesson (`accelopt mcp`): the
+    MCP client as its initialize request named itself, and the model it declared."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    client: str
+    """The MCP client's name (clientInfo.name), e.g. `claude-code`."""
+    client_version: str
+    model: str
+    """The model the agent declared (a tool argument, else its client's), or `unknown`."""
+
+
 class CandidateGenerated(Event):
-    """A new kernel exists, written by the executor or fixer, or swept from a tunable."""
+    """A new kernel exists, written by the executor or fixer, swept from a tunable, or handed
+    in by an outside agent over MCP (origin `agent`)."""
+
+    schema_version: ClassVar[int] = 2
 
     task: str
     search_id: str
@@ -257,6 +289,12 @@ class CandidateGenerated(Event):
     kernel_hash: str
     source_blob: str
     llm_call_id: str | None
+    # version 2: outside agents
+    agent: AgentOrigin | None = None
+    """Origin `agent`: who handed the kernel in; None for the daemon's own candidates."""
+    plan_blob: str | None = None
+    """Origin `agent`: the plan as the agent wrote it (the daemon's plans are PlanProposed
+    events, named by `plan_id`)."""
 
 
 class CandidateRejected(Event):
@@ -290,9 +328,10 @@ class BeamSelected(Event):
 
 
 class ExperienceSummarized(Event):
-    """The summarizer turned a slow/fast pair into a lesson for the optimization memory."""
+    """The summarizer turned a slow/fast pair into a lesson for the optimization memory, or an
+    outside agent's promoted submission brought one (`agent`)."""
 
-    schema_version: ClassVar[int] = 3
+    schema_version: ClassVar[int] = 4
 
     task: str
     search_id: str | None
@@ -306,13 +345,17 @@ class ExperienceSummarized(Event):
     speedup: float
     title: str
     summary_blob: str
-    llm_call_id: str
+    llm_call_id: str | None
+    """None for an agent's lesson (version 4), which no LLM call of ours wrote."""
     model: str
     backend: str
     target: str
     fingerprint: dict[str, str] = Field(default_factory=dict)
     # version 3: the language of the pair
     dialect: str
+    # version 4: lessons from outside agents
+    agent: AgentOrigin | None = None
+    """The outside agent whose promoted submission taught the lesson; None: our summarizer."""
     """The kernel language both kernels (and the lesson's code snippets) are written in
     (nkibench.dialects: "nki", "nki-legacy", "triton"). Items from before version 3 get
     theirs from their backend (events/upcasting.py)."""

@@ -49,6 +49,17 @@ def _experience_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "dialect": "triton" if backend == "triton" else "nki-legacy"}
 
 
+def _experience_v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """v4 added lessons from outside agents; every earlier item is our summarizer's."""
+    return {**data, "agent": None}
+
+
+def _candidate_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """v2 added kernels handed in by outside agents (`accelopt mcp`), with who handed them in
+    and their plan; every earlier candidate is the daemon's own."""
+    return {**data, "agent": None, "plan_blob": None}
+
+
 def _profile_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     """v2 added the roofline, the bound-by engine, hot lines and the estimate beside a
     measurement; a v1 profile has none of them."""
@@ -98,9 +109,11 @@ def _daemon_started_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
 
 SHIPPED_UPCASTERS = Upcasters(
     {
+        ("CandidateGenerated", 1): _candidate_v1_to_v2,
         ("DaemonStarted", 1): _daemon_started_v1_to_v2,
         ("ExperienceSummarized", 1): _experience_v1_to_v2,
         ("ExperienceSummarized", 2): _experience_v2_to_v3,
+        ("ExperienceSummarized", 3): _experience_v3_to_v4,
         ("KernelSourceChanged", 1): _source_v1_to_v2,
         ("ProfileRecorded", 1): _profile_v1_to_v2,
         ("ProfileRecorded", 2): _profile_v2_to_v3,

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import hashlib
 
-from events.catalog import ProfilePurpose
+from events.catalog import AGENT_SESSION_PREFIX, ProfilePurpose
 
 __all__ = [
+    "AGENT_PREFIX",
     "FINISHED_KEY",
     "STARTED_KEY",
+    "agent_candidate_id",
+    "agent_lesson_id",
+    "agent_session_id",
     "baseline_id",
     "beam_key",
     "candidate_id",
@@ -70,6 +74,16 @@ def search_id(task: str, source_hash: str, number: int) -> str:
     return f"{task}@{source_hash[:12]}#{number}"
 
 
+AGENT_PREFIX = AGENT_SESSION_PREFIX
+
+
+def agent_session_id(client: str, task: str, source_hash: str) -> str:
+    """An outside agent's work on one task revision (`accelopt mcp`), in place of a search:
+    its candidates, profile jobs and lessons are named after it, and every job of the client
+    starts with `AGENT_PREFIX + client + "~"`. `client` must hold no `~` or `|`."""
+    return f"{AGENT_PREFIX}{client}~{task}@{source_hash[:12]}"
+
+
 # --- plans and candidates: named by where they come from, never by their content --------
 
 
@@ -100,6 +114,12 @@ def fixer_candidate_id(search_id: str, failed: str, attempt: int) -> str:
     return candidate_id(search_id, "fixer", failed, attempt)
 
 
+def agent_candidate_id(session: str, kernel_hash: str) -> str:
+    """An agent's kernel is named by its content: handed in twice, it is one candidate,
+    profiled once."""
+    return candidate_id(session, "agent", kernel_hash)
+
+
 # --- LLM calls: the client reads a recorded answer back by its call id ------------------
 
 
@@ -128,6 +148,11 @@ def is_call_of(call_id: str, search_id: str) -> bool:
 def memory_item_id(call_id: str) -> str:
     """A lesson is named by the summarizer call that wrote it: one call, one memory item."""
     return "x" + digest(call_id)
+
+
+def agent_lesson_id(session: str, candidate: str) -> str:
+    """An agent's lesson is named by the promoted submission it came with: one each."""
+    return "x" + digest(session, "lesson", candidate)
 
 
 # --- profile jobs: a job's `ProfileRecorded` is keyed by its id ---------------------------

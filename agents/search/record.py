@@ -14,6 +14,7 @@ from agents.search import ids
 from agents.search.index import SearchIndex
 from events.base import Event
 from events.catalog import (
+    AgentOrigin,
     CandidateGenerated,
     CandidateOrigin,
     CandidateRejected,
@@ -46,17 +47,19 @@ def searches_of(store: EventStore, task: str) -> tuple[list[SearchStarted], set[
 
 
 class SearchRecord:
-    """The stream of one search of `task` (opened with `begin` or `resume`) and its index."""
+    """The stream of one search of `task` (opened with `begin` or `resume`) and its index;
+    with `kind` "agent", of an outside agent's session on the task (`agent:<session id>`)."""
 
-    def __init__(self, recorder: Recorder, task: str) -> None:
+    def __init__(self, recorder: Recorder, task: str, kind: str = "search") -> None:
         self.recorder = recorder
         self.task = task
+        self.kind = kind
         self.search_id = ""
         self.index = SearchIndex()
 
     @property
     def stream(self) -> str:
-        return f"search:{self.search_id}"
+        return f"{self.kind}:{self.search_id}"
 
     def begin(self, search_id: str) -> None:
         """A new search: nothing recorded yet."""
@@ -96,9 +99,12 @@ class SearchRecord:
         plan: str | None,
         sample: int,
         call: str | None,
+        agent: AgentOrigin | None = None,
+        plan_text: str | None = None,
     ) -> str | None:
         """Record a new kernel; returns its id unless it is a duplicate of an earlier one
-        (then it is rejected as such, naming the first)."""
+        (then it is rejected as such, naming the first). `agent` and `plan_text`: an outside
+        agent's kernel, who handed it in and its plan."""
         if candidate not in self.index.candidates:
             kernel_hash = hashlib.sha256(source.encode("utf-8")).hexdigest()
             self.record(
@@ -114,6 +120,8 @@ class SearchRecord:
                     kernel_hash=kernel_hash,
                     source_blob=self.put(source),
                     llm_call_id=call,
+                    agent=agent,
+                    plan_blob=self.put(plan_text) if plan_text is not None else None,
                 ),
                 key=ids.candidate_key(candidate),
             )

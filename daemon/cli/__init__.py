@@ -67,6 +67,11 @@ COMMANDS = {
         "daemon.cli.fleet:jobs_command",
         "The job queue: queued, running, done and failed jobs, their runs and their worker.",
     ),
+    "mcp": LazyCommand(
+        "daemon.cli.mcp:mcp_command",
+        "Serve accelopt's judge, ledger and memory as MCP tools to coding agents (stdio, or "
+        "Streamable HTTP with --http).",
+    ),
     "memory": LazyCommand(
         "daemon.cli.agents:memory_group",
         "The optimization memory: the lessons the planner is shown, with their provenance.",

@@ -106,6 +106,9 @@ def _platform_json(key: str, p: PlatformRecord) -> dict[str, Any]:
         "promoted_ms": p.promoted_ms,
         "profiles": p.profiles,
         "failed_profiles": p.failed_profiles,
+        "agent_profiles": p.agent_profiles,
+        "best_by": p.best_by,
+        "promoted_by": p.promoted_by,
     }
 
 
@@ -131,6 +134,11 @@ def _ms(value: float | None, kind: str | None) -> str:
     return latency_text(value, kind, missing="-")
 
 
+def _by(agent: str | None) -> str:
+    """Whose kernel a latency is, where an outside agent's (`accelopt mcp`)."""
+    return f" by agent {agent}" if agent else ""
+
+
 def _dialect(state: LibraryState, task: str) -> str | None:
     """The kernel language of the task's current revision, as recorded."""
     revision = state.revisions.get(task)
@@ -140,14 +148,14 @@ def _dialect(state: LibraryState, task: str) -> str | None:
 def library_table(state: LibraryState, *, title: str) -> Table:
     table = Table(title=title, title_justify="left")
     columns = ("task", "dialect", "state", "rev", "platform", "baseline", "best", "speedup")
-    for column in (*columns, "promoted"):
+    for column in (*columns, "promoted", "agent profiles"):
         table.add_column(column, justify="right" if column in ("rev", "speedup") else "left")
     for _, task in sorted(state.tasks.items()):
         state_text = task.state if task.error is None else f"{task.state}: {task.error}"
         dialect = _dialect(state, task.task) or "-"
         if not task.platforms:
             table.add_row(
-                task.task, dialect, state_text, str(task.revision), "-", "-", "-", "-", "-"
+                task.task, dialect, state_text, str(task.revision), "-", "-", "-", "-", "-", "-"
             )
         for key, p in sorted(task.platforms.items()):
             table.add_row(
@@ -157,9 +165,10 @@ def library_table(state: LibraryState, *, title: str) -> Table:
                 str(task.revision),
                 key,
                 _ms(p.baseline_ms, p.latency_kind),
-                _ms(p.best_ms, p.latency_kind),
+                _ms(p.best_ms, p.latency_kind) + _by(p.best_by),
                 f"{p.speedup:.2f}x" if p.speedup else "-",
-                _ms(p.promoted_ms, p.latency_kind),
+                _ms(p.promoted_ms, p.latency_kind) + _by(p.promoted_by),
+                str(p.agent_profiles),
             )
     return table
 

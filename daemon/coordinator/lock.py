@@ -122,6 +122,17 @@ class DaemonLock:
     def release(self) -> None:
         self._release.close()
 
+    @classmethod
+    def holder(cls, url: str) -> str | None:
+        """Who holds the database's daemon lock now (AnotherDaemon's message), or None when no
+        daemon does: the lock is taken and given back at once, so a daemon starting at that
+        very moment may be refused once (systemd's restart tries again)."""
+        try:
+            cls.acquire(url).release()
+        except AnotherDaemon as e:
+            return e.message
+        return None
+
     # --- SQLite ----------------------------------------------------------------------------
 
     @classmethod

@@ -33,6 +33,7 @@ from events.catalog import (
     KernelSourceChanged,
     ProfileRecorded,
     TaskInvalid,
+    agent_of_job,
 )
 from events.envelope import Envelope
 
@@ -70,6 +71,14 @@ class PlatformRecord:
     """The promotion as this record shows it; an invalid save starts a new record without
     it. What the library holds, which outlives an invalid save, is `Revision.promotions`."""
     promoted_ms: float | None = None
+    agent_profiles: int = 0
+    """Profiles of outside agents' candidates (`accelopt mcp`) among `profiles`."""
+    agent_candidates: dict[str, str] = field(default_factory=dict)
+    """An outside agent's correct candidate → its MCP client."""
+    best_by: str | None = None
+    """The MCP client whose candidate is the best; None: the daemon's (or the user's)."""
+    promoted_by: str | None = None
+    """The MCP client whose candidate is promoted; None: the daemon's."""
 
     @property
     def speedup(self) -> float | None:
@@ -204,9 +213,10 @@ class LibraryProjection:
     """Folds task-folder, profile and promotion events into the library."""
 
     name = "library"
-    version = "5-dialects"
+    version = "6-agents"
     """Bumped for current revisions, their promotions and folder hashes; for folder records
-    and names held by the folder that claimed them first; for the daemons. Never a bare
+    and names held by the folder that claimed them first; for the daemons; for outside agents
+    (`accelopt mcp`: whose best and promoted kernels are an agent's). Never a bare
     number, which tests use to stand for "some other version"."""
 
     def __init__(self) -> None:
@@ -353,7 +363,12 @@ class LibraryProjection:
         key = f"{e.backend}:{e.target}"
         platform = task.platforms.setdefault(key, PlatformRecord(e.backend, e.target))
         platform.profiles += 1
+        agent = agent_of_job(e.job_id)
         latency = e.latency_ms if e.correct else None
+        if agent is not None:
+            platform.agent_profiles += 1
+            if latency is not None and e.candidate_id is not None:
+                platform.agent_candidates[e.candidate_id] = agent
         if latency is None:
             platform.failed_profiles += 1
         if e.purpose == "baseline":
@@ -366,6 +381,7 @@ class LibraryProjection:
                 task.state, task.error = "optimizing", None
                 if platform.best_ms is None or latency < platform.best_ms:
                     platform.best_ms, platform.best_candidate_id = latency, None
+                    platform.best_by = agent
         elif (
             e.purpose == "candidate"
             and latency is not None
@@ -373,6 +389,7 @@ class LibraryProjection:
         ):
             platform.best_ms, platform.best_candidate_id = latency, e.candidate_id
             platform.latency_kind = e.latency_kind
+            platform.best_by = agent
         self._touch(task, envelope)
 
     def _promoted(self, state: LibraryState, envelope: Envelope[KernelPromoted]) -> None:
@@ -386,6 +403,7 @@ class LibraryProjection:
         )
         platform.promoted_candidate_id = e.candidate_id
         platform.promoted_ms = e.latency_ms
+        platform.promoted_by = platform.agent_candidates.get(e.candidate_id)
         self._touch(task, envelope)
 
     @staticmethod
@@ -429,8 +447,10 @@ class LibraryProjection:
             return
         platform.promoted_candidate_id = None
         platform.promoted_ms = None
+        platform.promoted_by = None
         if platform.best_candidate_id == e.candidate_id:
             # The best latency came from a kernel that no longer verifies: fall back to the
             # baseline; later candidates raise it again.
             platform.best_ms, platform.best_candidate_id = platform.baseline_ms, None
+            platform.best_by = None
         self._touch(task, envelope)

@@ -84,3 +84,10 @@ def test_promotion_reverification_and_demotion() -> None:
     assert job == "reverify|silu|cparent|123456"
     assert ids.search_of_job(job) == "reverify"  # no search's
     assert ids.demotion_key(job) == "demote|reverify|silu|cparent|123456"
+
+
+def test_an_agents_session_candidate_and_lesson_ids() -> None:
+    session = ids.agent_session_id("claude-code", TASK, SOURCE_HASH)
+    assert session == "agent~claude-code~silu@0123456789ab"
+    assert ids.agent_candidate_id(session, "kh") == "c5a13bf0e456cb620"
+    assert ids.agent_lesson_id(session, "cfast") == "x840b122f3a23975f"

@@ -208,11 +208,12 @@ def test_the_lines_of_a_recorded_search(log: Log) -> None:
 
 
 class LaterCandidateGenerated(CandidateGenerated):
-    """CandidateGenerated as a later schema may write it: an outside agent's kernel."""
+    """CandidateGenerated as a later schema may write it: a kernel from a kind of author this
+    accelopt does not know yet, with a field of its own."""
 
-    schema_version: ClassVar[int] = 2
+    schema_version: ClassVar[int] = CandidateGenerated.schema_version + 1
     origin: str  # type: ignore[assignment] # an origin this accelopt's vocabulary lacks
-    agent: dict[str, str] = Field(default_factory=dict)
+    reviewer: dict[str, str] = Field(default_factory=dict)
 
     @classmethod
     def type_name(cls) -> str:
@@ -226,13 +227,15 @@ def test_an_origin_and_fields_this_exporter_does_not_know_reach_the_line(
     store = SqlEventStore.open(fresh_sqlite_url())
     try:
         log = Log(store, codec=later, generated=LaterCandidateGenerated)
-        client = {"client": "claude-code", "model": "claude-opus-4"}
-        log.candidate("c1", "def kernel(): ...", origin="agent", agent=client)
+        reviewer = {"team": "kernels", "model": "claude-opus-4"}
+        log.candidate("c1", "def kernel(): ...", origin="reviewer", reviewer=reviewer)
         log.profile("c1", "candidate")
-        (line,) = [line for line in dataset_lines(store, codec=later) if line["origin"] == "agent"]
+        (line,) = [
+            line for line in dataset_lines(store, codec=later) if line["origin"] == "reviewer"
+        ]
     finally:
         store.close()
-    assert line["generated"]["agent"] == client
+    assert line["generated"]["reviewer"] == reviewer
     assert (line["model"], line["cost_usd"]) == (None, None)  # no call of accelopt's wrote it
     assert undocumented(line) == []
 

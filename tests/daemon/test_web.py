@@ -25,9 +25,9 @@ from daemon.coordinator.disk import DiskSpace
 from daemon.coordinator.disk import state_disk as look_at_disk
 from daemon.views.report.sections import page_order
 from daemon.views.web import live
-from daemon.views.web.app import COOKIE
 from daemon.views.web.server import WebServer
 from daemon.views.web.sessions import SESSION_LIFETIME_S, Sessions
+from daemon.views.web.token import COOKIE
 from store.benchmark import fill
 from store.sql import SqlEventStore
 from store.synthetic import SyntheticWorkload

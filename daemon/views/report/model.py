@@ -15,6 +15,7 @@ from typing import Any
 from agents.memory import MemoryProjection, MemoryState
 from events.base import Event
 from events.catalog import (
+    AGENT_SESSION_PREFIX,
     BeamSelected,
     CandidateGenerated,
     CandidateRejected,
@@ -65,6 +66,8 @@ class Candidate:
     workloads: list[tuple[str, float | None, str | None]] = field(default_factory=list)
     """A task with workloads: each workload's (name, latency, its kind), its latest
     profile's; the latency above is their geometric mean."""
+    agent: str | None = None
+    """An outside agent's candidate (origin `agent`): `client/model`."""
 
 
 @dataclass(slots=True)
@@ -130,8 +133,9 @@ FATE_ORDER = ("generated", "rejected", "failed", "profiled", "selected", "promot
 
 class ReportProjection:
     name = "report"
-    version = "2-memory-counts"
-    """2: the memory within it counts what a retention dropped (none here: it keeps all)."""
+    version = "3-agents"
+    """2: the memory within it counts what a retention dropped (none here: it keeps all);
+    3: outside agents' candidates, labelled."""
 
     def __init__(self) -> None:
         self._memory = MemoryProjection()
@@ -170,6 +174,7 @@ class ReportProjection:
                 event.origin,
                 event.source_blob,
                 position,
+                agent=f"{event.agent.client}/{event.agent.model}" if event.agent else None,
             )
         elif isinstance(event, CandidateRejected):
             candidate = state.candidates.get(event.candidate_id)
@@ -294,9 +299,13 @@ def _task(state: ReportState, name: str) -> TaskReport:
 
 def _baseline_of(state: ReportState, job_id: str) -> str:
     """The baseline candidate of the search a job belongs to (a search's job ids start with
-    the search's id, agents.search.ids): a baseline's profile names no candidate itself."""
-    search = state.searches.get(job_id.split("|", 1)[0])
-    return search.baseline_candidate_id if search is not None else ""
+    the search's id, agents.search.ids): a baseline's profile names no candidate itself. An
+    agent's session has no SearchStarted: its job id names the candidate after the session."""
+    session, _, rest = job_id.partition("|")
+    search = state.searches.get(session)
+    if search is not None:
+        return search.baseline_candidate_id
+    return rest.split("|", 1)[0] if session.startswith(AGENT_SESSION_PREFIX) else ""
 
 
 def _later(current: str, fate: str) -> str:

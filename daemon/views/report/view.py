@@ -258,7 +258,7 @@ def _searches(
                     c.candidate_id,
                     c.parent_id,
                     c.iteration,
-                    c.origin,
+                    f"agent {c.agent}" if c.agent else c.origin,
                     texts.title(task.plans.get(c.plan_id or "")),
                     c.fate,
                     c.reason,

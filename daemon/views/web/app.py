@@ -3,23 +3,18 @@ sections changed since a log position (`/api/sections`, what the open page fetch
 (`/api/report`), the log's head as server-sent events (`/api/stream`, what the page listens
 to), and Prometheus metrics (`/metrics`). Every route reads; none writes.
 
-With a token (ACCELOPT_HTTP_TOKEN) every request must carry it (`Authorization: Bearer`) or a
-session: `?token=` once sets a cookie holding a session value, never the token, good for the
-page's own requests until it expires (sessions.py)."""
+With a token (ACCELOPT_HTTP_TOKEN) every request must carry it (token.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hmac
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
-from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
@@ -34,13 +29,12 @@ from daemon.views.report.view import build_view
 from daemon.views.web.follow import Follower
 from daemon.views.web.live import LivePage
 from daemon.views.web.metrics import StateDisk, metrics_registry
-from daemon.views.web.sessions import SESSION_LIFETIME_S, Sessions
+from daemon.views.web.token import token_middleware
 from store.sql import SqlEventStore
 
 __all__ = ["make_app"]
 
 STREAM_EVERY_S = 1.0
-COOKIE = "accelopt_session"
 
 
 def make_app(
@@ -97,9 +91,7 @@ def make_app(
         body = await asyncio.to_thread(generate_latest, registry)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
-    middleware = (
-        [Middleware(_TokenCheck, token=token, sessions=Sessions(clock=clock))] if token else []
-    )
+    middleware = token_middleware(token, clock)
     return Starlette(
         routes=[
             Route("/", page),
@@ -110,32 +102,3 @@ def make_app(
         ],
         middleware=middleware,
     )
-
-
-class _TokenCheck(BaseHTTPMiddleware):
-    """The token, by header or `?token=` (which opens a session), or a session's cookie."""
-
-    def __init__(self, app: object, token: str, sessions: Sessions) -> None:
-        super().__init__(app)  # type: ignore[arg-type]
-        self.token, self.sessions = token, sessions
-
-    async def dispatch(
-        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        bearer = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-        given = bearer or request.query_params.get("token")
-        if given:
-            allowed = hmac.compare_digest(given.encode(), self.token.encode())
-        else:
-            allowed = self.sessions.valid(request.cookies.get(COOKIE, ""))
-        if not allowed:
-            return PlainTextResponse("a token is needed (ACCELOPT_HTTP_TOKEN)", status_code=401)
-        response = await call_next(request)
-        if request.query_params.get("token"):
-            # Secure only over https (a TLS proxy's X-Forwarded-Proto counts): a browser keeps
-            # no Secure cookie it got over plain http, and loopback pages are served so.
-            response.set_cookie(
-                COOKIE, self.sessions.issue(), max_age=SESSION_LIFETIME_S, httponly=True,
-                samesite="strict", secure=request.url.scheme == "https",
-            )  # fmt: skip
-        return response
