@@ -428,7 +428,7 @@ class DaemonStarted(Event):
     """A daemon started serving; `sandbox` says what its kernels run in (bubblewrap, or
     UNSAFE and why), so that an unconfined daemon is visible in the log for good."""
 
-    schema_version: ClassVar[int] = 2
+    schema_version: ClassVar[int] = 3
 
     host: str
     pid: int
@@ -436,6 +436,11 @@ class DaemonStarted(Event):
     watch_dir: str | None
     backend: str | None
     sandbox: str
+    # version 3: where its jobs' queue and baselines are (what `accelopt mcp` must agree with)
+    target: str | None = None
+    """The backend's target its devices serve (None if recorded before)."""
+    shapes: str | None = None
+    """The shape set it profiles at (None if recorded before)."""
 
 
 class DaemonStopped(Event):

@@ -107,10 +107,16 @@ def _daemon_started_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "sandbox": "python checks only (recorded before the OS sandbox)"}
 
 
+def _daemon_started_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """v3 names the target and shape set a daemon serves, which a v2 start did not say."""
+    return {**data, "target": None, "shapes": None}
+
+
 SHIPPED_UPCASTERS = Upcasters(
     {
         ("CandidateGenerated", 1): _candidate_v1_to_v2,
         ("DaemonStarted", 1): _daemon_started_v1_to_v2,
+        ("DaemonStarted", 2): _daemon_started_v2_to_v3,
         ("ExperienceSummarized", 1): _experience_v1_to_v2,
         ("ExperienceSummarized", 2): _experience_v2_to_v3,
         ("ExperienceSummarized", 3): _experience_v3_to_v4,

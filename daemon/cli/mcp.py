@@ -13,12 +13,9 @@ from daemon.mcp.route import JobRoute, RouteOptions, revisions_root
 from daemon.mcp.server import build_server, serve_http
 from daemon.process.logs import configure_logging
 from daemon.views.web.server import parse_bind
+from nkibench.backends import DEFAULT_BACKEND
 
 __all__ = ["mcp_command"]
-
-DEFAULT_BACKEND = "nkisim"
-DEFAULT_SHAPES = "full"
-"""As the daemon's: an agent's latencies compare with the daemon's baselines."""
 
 
 @click.command("mcp")
@@ -51,9 +48,9 @@ def mcp_command(
     host_port = parse_bind(bind, app.settings.http_token) if bind is not None else None
     configure_logging(level=log_level, scrubber=app.scrubber)  # stderr: stdout is the protocol
     store = open_migrated_store(ctx)
-    name = backend or DEFAULT_BACKEND
     isolation = app.isolation()
-    options = RouteOptions(name, target, shapes or DEFAULT_SHAPES, device_list(devices, name))
+    own_devices = device_list(devices, backend or DEFAULT_BACKEND)  # where no daemon runs
+    options = RouteOptions(backend, target, shapes, own_devices)
     route = JobRoute.open(app.settings, app.database_url, store, options, isolation=isolation)
     ctx.call_on_close(route.close)
     desk = AgentDesk(

@@ -258,6 +258,8 @@ class Daemon:
                 watch_dir=str(self.options.watch.resolve()),
                 backend=self.opened.name,
                 sandbox=self.isolation.describe(),
+                target=self.opened.target,
+                shapes=self.options.shapes,
             ),
             "started",
         )

@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import ClassVar
 
 from daemon.backends import open_for_command
 from daemon.coordinator.lock import DaemonLock
 from daemon.mcp.errors import Refusal
 from daemon.settings import Settings
 from daemon.workers.worker import QueuedProfiler, Worker
+from events.catalog import DaemonStarted
+from events.codec import decode
+from events.errors import AccelOptError
 from nkibench.backend import OpenedBackend
+from nkibench.backends import DEFAULT_BACKEND
 from nkibench.errors import BackendUnavailable
 from nkibench.result import KernelResult
 from nkibench.sandbox.isolation import Isolation
@@ -33,15 +38,50 @@ from store.sql import SqlEventStore
 __all__ = ["ChargedProfiler", "JobRoute", "RouteOptions", "revisions_root"]
 
 
+DEFAULT_SHAPES = "full"
+"""The daemon's default: an agent's latencies compare with the daemon's baselines."""
+
+
+class DaemonDisagrees(AccelOptError):
+    """`accelopt mcp` was given a backend, target or shape set other than the running daemon's:
+    its jobs would wait on a queue nobody serves, or compare with baselines of other shapes."""
+
+    exit_code: ClassVar[int] = 2
+
+
 @dataclass(frozen=True)
 class RouteOptions:
-    """The kernel options of `accelopt mcp` (a daemon's own must match them: its queue is
-    named after its backend and target, and its baselines were measured at its shapes)."""
+    """The kernel options of `accelopt mcp`, None where not given: a running daemon's own then
+    (its queue is named after its backend and target, and its baselines were measured at its
+    shapes), else the kernel commands' defaults."""
 
-    backend: str
+    backend: str | None
     target: str | None
-    shapes: str
+    shapes: str | None
     devices: list[str]
+    """This process's own devices, where no daemon runs the jobs."""
+
+    def with_daemons(self, started: DaemonStarted | None, holder: str) -> RouteOptions:
+        """These options where the daemon `started` (its latest start, held by `holder`) says
+        nothing else; DaemonDisagrees naming the first option it runs otherwise."""
+        if started is None:
+            return self
+        theirs = {"backend": started.backend, "target": started.target, "shapes": started.shapes}
+        ours = {"backend": self.backend, "target": self.target, "shapes": self.shapes}
+        for option, value in ours.items():
+            if value is not None and theirs[option] is not None and value != theirs[option]:
+                raise DaemonDisagrees(
+                    f"--{option} {value}, but the daemon on this database runs --{option} "
+                    f"{theirs[option]} ({holder}): its devices run the agents' jobs and its "
+                    "baselines are theirs; start accelopt mcp with the daemon's options, or "
+                    "none of them"
+                )
+        return replace(
+            self,
+            backend=self.backend or started.backend,
+            target=self.target or started.target,
+            shapes=self.shapes or started.shapes,
+        )
 
 
 @dataclass
@@ -70,10 +110,13 @@ class JobRoute:
     ) -> JobRoute:
         stop = threading.Event()
         holder = DaemonLock.holder(url)
+        if holder is not None:
+            options = options.with_daemons(latest_start(store), holder)
+        name = options.backend or DEFAULT_BACKEND
 
         def backend(*, devices: bool) -> OpenedBackend:
             return open_for_command(
-                options.backend,
+                name,
                 options.devices,
                 options.target,
                 lambda: store,
@@ -82,7 +125,7 @@ class JobRoute:
                 require_device=devices,
             )
 
-        shapes, priority = options.shapes, settings.mcp_priority
+        shapes, priority = options.shapes or DEFAULT_SHAPES, settings.mcp_priority
         if holder is not None:  # the daemon's devices run the jobs
             opened = backend(devices=False)
             queue = open_queue(store.engine)
@@ -171,6 +214,15 @@ class ChargedProfiler:
         if job is not None and job.started_at is not None and job.finished_at is not None:
             self.charge((job.finished_at - job.started_at).total_seconds())
         return result
+
+
+def latest_start(store: SqlEventStore) -> DaemonStarted | None:
+    """The latest DaemonStarted in the log: the running daemon's, where one holds the lock."""
+    last = None
+    for stored in store.read_all(types=[DaemonStarted.type_name()]):  # one per start: few
+        last = stored
+    started = decode(last).event if last is not None else None
+    return started if isinstance(started, DaemonStarted) else None
 
 
 def revisions_root(settings: Settings) -> Path:

@@ -8,8 +8,9 @@ import pytest
 from agents.search import ids
 from daemon.mcp.budget import HOUR_S, DeviceBudget
 from daemon.mcp.errors import Refusal
+from daemon.mcp.route import DaemonDisagrees, RouteOptions
 from daemon.mcp.server import client_key
-from events.catalog import agent_of_job
+from events.catalog import DaemonStarted, agent_of_job
 
 
 class Clock:
@@ -53,3 +54,29 @@ def test_an_agents_profile_jobs_name_its_client_and_the_daemons_none() -> None:
     assert agent_of_job(job) == "claude-code"
     search = ids.search_id("silu", "ab" * 32, 1)
     assert agent_of_job(ids.profile_job_id(search, ids.baseline_id(search), "baseline")) is None
+
+
+def _started(**run: str | None) -> DaemonStarted:
+    return DaemonStarted(host="h", pid=1, version="0", watch_dir=None, sandbox="bubblewrap", **run)
+
+
+def test_the_servers_options_default_to_the_running_daemons_and_may_not_contradict_them() -> None:
+    daemon = _started(backend="triton", target="NVIDIA H100 80GB HBM3", shapes="small")
+    given = RouteOptions(backend=None, target=None, shapes=None, devices=["0"])
+    assert given.with_daemons(daemon, "pid 1") == RouteOptions(
+        "triton", "NVIDIA H100 80GB HBM3", "small", ["0"]
+    )
+    agreeing = RouteOptions("triton", None, "small", ["0"])
+    assert agreeing.with_daemons(daemon, "pid 1").target == "NVIDIA H100 80GB HBM3"
+    with pytest.raises(DaemonDisagrees) as refused:
+        RouteOptions(None, None, "full", ["0"]).with_daemons(daemon, "pid 1 on h")
+    assert refused.value.exit_code == 2
+    assert refused.value.message.startswith(
+        "--shapes full, but the daemon on this database runs --shapes small (pid 1 on h)"
+    )
+    # a daemon recorded before it named its target and shapes holds nothing against them
+    older = _started(backend="nkisim", target=None, shapes=None)
+    assert RouteOptions(None, "trn1", "full", []).with_daemons(older, "pid 1") == RouteOptions(
+        "nkisim", "trn1", "full", []
+    )
+    assert given.with_daemons(None, "pid 1") == given

@@ -185,6 +185,10 @@ def test_an_agent_over_stdio_profiles_submits_and_is_promoted_by_the_daemon_on_s
         seen = run_agent(daemon.env)
         check_the_session(seen)
         check_the_daemon_followed(daemon, seen)
+        # a server at other shapes than the daemon's would compare with the wrong baselines
+        other = run_cli("--db", daemon.db, "mcp", "--shapes", "full")
+        assert other.code == 2, other.err
+        assert "--shapes full, but the daemon on this database runs --shapes small" in other.err
     finally:
         assert daemon.stop() == 0
     check_replay_and_report(daemon, tmp_path)
