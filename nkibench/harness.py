@@ -33,12 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from nkibench.backend import Backend, Check, Inputs, Phase, PhaseOwner
+from nkibench.breakdown import recorder
 from nkibench.dialects import check_target, get_dialect
 from nkibench.errors import BackendUnavailable, ErrorKind, PhaseFailure, TaskError, recordable
 from nkibench.policy.roofline import Peaks, Work, pct_of_peak, roofline
 from nkibench.policy.workloads import WorkloadRun, combine
 from nkibench.result import KernelResult
-from nkibench.sandbox import results
+from nkibench.sandbox import results, stopwatch
 from nkibench.sandbox.folders import SessionFolders
 from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.parse_child import static_violations
@@ -99,6 +100,10 @@ def run_phase(
             raise ValueError(f"{folder}: not a folder of this session (a child may have made it)")
     own = folders.fresh(name)
     quota = folders.quota(limits.disk_mb, isolation)
+    breakdown = recorder()
+    if breakdown is not None:  # `accelopt bench gpu --breakdown`: the child's own timings too
+        request = {**request, stopwatch.REQUEST_KEY: True}
+    spawned = time.perf_counter()
     outcome = run_child(
         CHILD,
         {**request, "entry": phase.entry},
@@ -112,14 +117,25 @@ def run_phase(
         cancel=cancel,
         quota=quota,
     )
-    if outcome.over_quota or outcome.timed_out or outcome.flooded:
-        raise PhaseFailure(*_death(name, phase, outcome, limits))
-    if outcome.returncode and not outcome.result:
-        raise PhaseFailure(*_death(name, phase, outcome, limits))
+    life_s = time.perf_counter() - spawned
     try:
-        return results.decode(outcome.result, RESULT_LIMIT)
-    except MalformedResult as e:
-        raise PhaseFailure(DEATH_KIND[phase.runs], f"{_who(name, phase)} handed back {e}") from None
+        if outcome.over_quota or outcome.timed_out or outcome.flooded:
+            raise PhaseFailure(*_death(name, phase, outcome, limits))
+        if outcome.returncode and not outcome.result:
+            raise PhaseFailure(*_death(name, phase, outcome, limits))
+        try:
+            result = results.decode(outcome.result, RESULT_LIMIT)
+        except MalformedResult as e:
+            raise PhaseFailure(
+                DEATH_KIND[phase.runs], f"{_who(name, phase)} handed back {e}"
+            ) from None
+    except PhaseFailure:
+        if breakdown is not None:
+            breakdown.add(name, life_s, {})
+        raise
+    if breakdown is not None:
+        breakdown.add(name, life_s, result)
+    return result
 
 
 REFERENCE_FACTOR = 10.0

@@ -19,6 +19,7 @@ from daemon.bench.fleet import FLEET_TARGETS, FleetBenchError, run_fleet_benchma
 from daemon.bench.report import REPORT_TARGETS, run_report_benchmark
 from daemon.bench.soak import SoakConfig, run_soak_benchmark
 from daemon.bench.soak.table import soak_notes, soak_table
+from daemon.cli.breakdown import print_breakdown
 from daemon.cli.context import app_context, open_migrated_store
 from daemon.cli.fidelity import fidelity_command
 from daemon.cli.options import (
@@ -295,6 +296,12 @@ def bench_cost_model(as_json: bool) -> None:
     help="Fresh seeds that check each kernel before it is timed.",
 )
 @click.option("--devices", metavar="I", default=None, help="The GPU to use. Default: 0.")
+@click.option(
+    "--breakdown",
+    is_flag=True,
+    help="Also say where each task's wall time went, phase by phase, against its work floor "
+    "(on a host without a GPU: under Triton's CPU interpreter, checked but not timed).",
+)
 @json_option
 @database_option
 @click.pass_context
@@ -307,6 +314,7 @@ def bench_gpu(
     save: Path | None,
     seeds: int,
     devices: str | None,
+    breakdown: bool,
     as_json: bool,
 ) -> None:
     """The GPU suite's Triton baselines on this GPU (measured), against PyTorch eager and the
@@ -320,6 +328,7 @@ def bench_gpu(
         lambda: open_migrated_store(ctx),
         isolation=app_context(ctx).isolation(),
         settings=app_context(ctx).settings,
+        require_device=not breakdown,
     )
     gpu = opened.first()
     assert isinstance(gpu, TritonBackend)
@@ -338,18 +347,28 @@ def bench_gpu(
         seeds=seeds,
         progress=say,
         checkpoint=checkpoint,
+        breakdown=breakdown,
     )
     checkpoint(result)
     if as_json:
         emit_json(result)
         return
     ceilings = result["ceilings"]
-    rates = ", ".join(f"{k} {v / 1e12:.0f}" for k, v in ceilings["matmul_flops"].items())
-    click.echo(
-        f"{result['gpu']}: copy {ceilings['bandwidth_bytes_per_s'] / 1e12:.2f} TB/s, "
-        f"FMA {ceilings['vector_flops'] / 1e12:.1f} TFLOP/s, matmul TFLOP/s {rates} (measured)"
-    )
-    table = Table(title=f"GPU suite, {shapes} shapes: every latency measured on {result['gpu']}")
+    if ceilings is not None:
+        rates = ", ".join(f"{k} {v / 1e12:.0f}" for k, v in ceilings["matmul_flops"].items())
+        click.echo(
+            f"{result['gpu']}: copy {ceilings['bandwidth_bytes_per_s'] / 1e12:.2f} TB/s, "
+            f"FMA {ceilings['vector_flops'] / 1e12:.1f} TFLOP/s, matmul TFLOP/s {rates} "
+            "(measured)"
+        )
+    _latency_table(result, shapes, passes)
+    if breakdown:
+        print_breakdown(result, shapes)
+
+
+def _latency_table(result: dict[str, Any], shapes: str, passes: int) -> None:
+    where = result["gpu"] or "no GPU (Triton's CPU interpreter: nothing timed)"
+    table = Table(title=f"GPU suite, {shapes} shapes: every latency measured on {where}")
     for column in ("task", "dtype", "bound", "roofline ms"):
         table.add_column(column)
     for number in range(passes):

@@ -1,15 +1,18 @@
 """`accelopt bench gpu`: the GPU suite's baselines on this GPU, against PyTorch eager and the
 roofline of the device's measured ceilings, in passes run back to back (their difference is
-the timer's spread). Every latency here is measured."""
+the timer's spread). Every latency here is measured. With `breakdown`, each task's row also
+says where its evaluation's wall time went (nkibench.breakdown)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
 
 from nkibench.backends.triton.backend import TritonBackend
 from nkibench.benchmarks import UnknownSuiteTask
+from nkibench.breakdown import recording
 from nkibench.harness import fresh_seeds, profile_kernel
 from nkibench.suites import GPU_SUITE
 from nkibench.task.spec import TaskSpec, load_task
@@ -28,8 +31,11 @@ def gpu_suite(names: list[str] | None = None) -> list[TaskSpec]:
     return tasks
 
 
-def _row(backend: TritonBackend, task: TaskSpec, shapes: str, seeds: int) -> dict[str, Any]:
-    result = profile_kernel(task, backend=backend, shapes=shapes, seeds=fresh_seeds(seeds))
+def _row(
+    backend: TritonBackend, task: TaskSpec, shapes: str, seeds: int, *, breakdown: bool
+) -> dict[str, Any]:
+    with recording() if breakdown else contextlib.nullcontext() as recorded:
+        result = profile_kernel(task, backend=backend, shapes=shapes, seeds=fresh_seeds(seeds))
     row: dict[str, Any] = {
         "task": task.name,
         "dtype": task.dtype,
@@ -45,6 +51,8 @@ def _row(backend: TritonBackend, task: TaskSpec, shapes: str, seeds: int) -> dic
         "counters": result.counters,
     }
     row["eager_ms"] = result.latency_stats.get("eager_p50")
+    if recorded is not None:
+        row["breakdown"] = recorded.to_json()
     return row
 
 
@@ -57,9 +65,11 @@ def run_gpu_benchmark(
     seeds: int = 1,
     progress: Callable[[str], None] | None = None,
     checkpoint: Callable[[dict[str, Any]], None] | None = None,
+    breakdown: bool = False,
 ) -> dict[str, Any]:
     """`seeds` fresh seeds check each kernel before it is timed (`accelopt check` and the
-    search use the task's count); `checkpoint` gets the result so far after every task."""
+    search use the task's count); `checkpoint` gets the result so far after every task;
+    `breakdown` records where each task's time went (its children's own timings too)."""
     tasks = gpu_suite(names)
     started = time.monotonic()
     runs: list[list[dict[str, Any]]] = []
@@ -67,7 +77,7 @@ def run_gpu_benchmark(
         rows: list[dict[str, Any]] = []
         runs.append(rows)
         for task in tasks:
-            rows.append(_row(backend, task, shapes, seeds))
+            rows.append(_row(backend, task, shapes, seeds, breakdown=breakdown))
             if progress:
                 progress(f"pass {number + 1}: {task.name}: {rows[-1]['latency_ms']}")
             if checkpoint:

@@ -7,7 +7,9 @@ written it.
 The request names the phase's function as "module:function" (the backend's phase table,
 nkibench.backend.Phase); the module is imported here, after the limits apply, so that nothing
 of a backend loads in a child that does not run it. This module imports only the standard
-library and nkibench.sandbox's process and progress helpers before the request is read.
+library and nkibench.sandbox's process, progress and stopwatch helpers before the request is
+read. A request that asks for timings (`accelopt bench gpu --breakdown`) gets the child's own
+account of its time beside its result (nkibench.sandbox.stopwatch).
 """
 
 from __future__ import annotations
@@ -22,15 +24,16 @@ from typing import Any
 from nkibench.sandbox.lifeline import hold
 from nkibench.sandbox.process import RESULT_FD_VARIABLE, apply_limits
 from nkibench.sandbox.progress import PROGRESS_FD_KEY, PROGRESS_FD_VARIABLE
+from nkibench.sandbox.stopwatch import REQUEST_KEY, RESULT_KEY, report, span
 
 __all__ = ["main"]
 
 
 def _phase(entry: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
     module, _, function = entry.partition(":")
-    phase: Callable[[dict[str, Any]], dict[str, Any]] = getattr(
-        importlib.import_module(module), function
-    )
+    with span("imports"):  # the backend's own (torch and triton for a GPU's phases)
+        imported = importlib.import_module(module)
+    phase: Callable[[dict[str, Any]], dict[str, Any]] = getattr(imported, function)
     return phase
 
 
@@ -63,6 +66,8 @@ def main() -> None:
         }
     except Exception as failure:
         result = _task_code_failure(failure)
+    if request.get(REQUEST_KEY) and isinstance(result, dict):
+        result[RESULT_KEY] = report()
     with channel:
         channel.write(json.dumps(result).encode())
 

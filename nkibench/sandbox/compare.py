@@ -19,6 +19,7 @@ from nkibench.policy.tolerance import Tolerance
 from nkibench.sandbox.arrays import load_array, restore
 from nkibench.sandbox.readback import UnsafeFile
 from nkibench.sandbox.reference import reference_module
+from nkibench.sandbox.stopwatch import span
 
 __all__ = ["compare_phase"]
 
@@ -47,6 +48,11 @@ def _outputs(folder: Path, seed: int, count: int, expected: list[Any]) -> list[A
 
 
 def compare_phase(request: dict[str, Any]) -> dict[str, Any]:
+    with span("compare"):
+        return _compare(request)
+
+
+def _compare(request: dict[str, Any]) -> dict[str, Any]:
     # Without an output transform the reference (and torch, for Triton tasks) need not load
     module = reference_module(request) if request.get("transform", True) else None
     transform = getattr(module, "transform_nki_outputs", None)

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from nkibench.errors import CHILD_ERROR_KINDS
+from nkibench.sandbox.stopwatch import SPANS
 from nkibench.sandbox.values import NAME
 from nkibench.task.counts import checked_counts
 
@@ -26,6 +27,7 @@ __all__ = [
     "check_compare",
     "check_kernel",
     "check_manifest",
+    "check_timings",
     "decode",
 ]
 
@@ -187,3 +189,25 @@ def check_compare(result: dict[str, Any], seeds: Iterable[int]) -> dict[str, Any
         never = verdict.get("never_written", [])
         _need(isinstance(never, list) and all(_integer(n) for n in never), f"seed {seed}: counts")
     return dict(entries)
+
+
+TIMING_SLACK_S = 1.0
+"""How far a child's account of its time may exceed its life as the parent measured it
+(clock reads on either side of the pipes) before the account is dropped as untrue."""
+
+
+def check_timings(value: Any, life_s: float) -> tuple[dict[str, float], float]:
+    """A child's own account of its time (nkibench.sandbox.stopwatch.report): seconds per
+    known span and its total, each finite, none negative, the spans' sum within the total and
+    the total within `life_s`, the child's life from spawn to exit as the parent measured it.
+    Diagnostics, never a verdict: the caller drops an account that is a MalformedResult."""
+    _need(isinstance(value, dict) and set(value) == {"spans", "total_s"}, "not a timing report")
+    spans, total = value["spans"], value["total_s"]
+    _need(isinstance(spans, dict) and len(spans) <= len(SPANS), "spans: not a small mapping")
+    unknown = sorted(str(k)[:40] for k in spans if k not in SPANS)
+    _need(not unknown, f"spans: unknown span(s) {unknown[:3]}")
+    _need(all(_number(v) and v >= 0 for v in spans.values()), "spans: not seconds")
+    _need(_number(total) and total >= 0, "total_s: not seconds")
+    _need(total <= life_s + TIMING_SLACK_S, f"total_s {total:.3g} longer than the child lived")
+    _need(sum(spans.values()) <= total + 1e-3, "spans longer than the child's total")
+    return {k: float(spans[k]) for k in SPANS if k in spans}, float(total)

@@ -73,6 +73,7 @@ from nkibench.sandbox.reference import (
     load_reference,
     names_of,
 )
+from nkibench.sandbox.stopwatch import span
 from nkibench.sandbox.values import call, named, ordered, takes_names
 from nkibench.sandbox.workload_inputs import WorkloadValues
 
@@ -148,6 +149,9 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
     except Exception as e:
         return {"ok": False, "kind": "task", "message": f"{path.name}: {type(e).__name__}: {e}"}
     device = _device()
+    if device == "cuda":
+        with span("cuda_init"):
+            torch.cuda.init()  # type: ignore[no-untyped-call]
     seeds: dict[str, Any] = {}
     fixed = FixedInputs(
         request.get("fixed_inputs", []), torch.manual_seed, WorkloadValues(request, _load_torch)
@@ -159,20 +163,25 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
         hidden = Path(request["expected_dir"]) / f"seed_{seed}"
         hidden.mkdir(parents=True, exist_ok=True)
         try:
-            inputs, names = fixed.draw(module, seed)
-            counts = roofline_counts.entry(seed, inputs, names)  # as drawn, before forward()
+            with span("inputs"):
+                inputs, names = fixed.draw(module, seed)
+                counts = roofline_counts.entry(seed, inputs, names)  # as drawn, before forward()
             started = time.perf_counter()
-            with torch.no_grad():
+            with span("reference"), torch.no_grad():
                 moved = [upcast(x).to(device) if is_tensor(x) else x for x in inputs]
                 expected, output_names = named(
                     call(module.forward, moved, names), "forward()'s result"
                 )
-            if device == "cuda":
-                torch.cuda.synchronize()
+                if device == "cuda":
+                    torch.cuda.synchronize()
             forward_s = time.perf_counter() - started
+            with span("outputs"):
+                written = {
+                    "inputs": [_spec(v, folder, f"input_{i}") for i, v in enumerate(inputs)],
+                    "expected": [_spec(v, hidden, f"expected_{i}") for i, v in enumerate(expected)],
+                }
             seeds[str(seed)] = {
-                "inputs": [_spec(v, folder, f"input_{i}") for i, v in enumerate(inputs)],
-                "expected": [_spec(v, hidden, f"expected_{i}") for i, v in enumerate(expected)],
+                **written,
                 "forward_s": forward_s,
                 **names_of(names, output_names),
                 **counts,
@@ -257,11 +266,14 @@ def _load(request: dict[str, Any]) -> tuple[Loaded | None, dict[str, Any] | None
     source_file.write_text(request["kernel_source"], encoding="utf-8")
     forbid_streams()  # before the kernel's module-level code runs
     if _device() == "cuda":
-        torch.cuda.init()  # type: ignore[no-untyped-call]  # torch rebinds attributes at start
-    warm_up()
+        with span("cuda_init"):
+            torch.cuda.init()  # type: ignore[no-untyped-call]  # torch rebinds attributes at start
+    with span("imports"):
+        warm_up()
     guard_tensor_text()
     modules = ModuleSnapshot()
-    kernel, failure = load_phase_kernel({**request, "kernel_file": str(source_file)})
+    with span("imports"):
+        kernel, failure = load_phase_kernel({**request, "kernel_file": str(source_file)})
     if failure is not None:
         return None, failure
     return Loaded(kernel, request, modules), None
@@ -340,19 +352,26 @@ def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
         # remembers results by address returns the last seed's answer, and fails. Where it
         # may read integer inputs on the host, each seed's run follows a decoy run on the same
         # integers: a kernel that remembers results by them returns the decoy's.
-        values = _arguments(request, seed, device)
-        home = kernel.canaries.guard_inputs(values) if home is None else _into(home, values, kernel)
+        with span("inputs"):
+            values = _arguments(request, seed, device)
+            if home is None:
+                home = kernel.canaries.guard_inputs(values)
+            else:
+                home = _into(home, values, kernel)
         args = home
         try:
-            if _decoys(args):
-                _decoy(kernel, args, device)
-            started = time.perf_counter()
-            outputs, never_written, launches = _checked_run(kernel, args, device)
+            # Triton compiles at the first launch: the first seed's runs are the compile's
+            with span("checked_runs" if seeds else "compile"):
+                if _decoys(args):
+                    _decoy(kernel, args, device)
+                started = time.perf_counter()
+                outputs, never_written, launches = _checked_run(kernel, args, device)
         except MemoryError:
             raise
         except Exception as e:
             return run_error(e, request, seed, kind=_kind(e))
-        _save(Path(request["out_dir"]) / f"seed_{seed}", outputs)
+        with span("outputs"):
+            _save(Path(request["out_dir"]) / f"seed_{seed}", outputs)
         seeds[str(seed)] = {
             "outputs": len(outputs),
             "never_written": never_written,
@@ -393,27 +412,32 @@ def _perturb(buffers: list[Any], pool: list[list[Any]], i: int, fixed: list[int]
 
 def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
     device = "cuda"
-    timer = Timer(torch.device(device))  # before the kernel's code runs
+    with span("cuda_init"):
+        timer = Timer(torch.device(device))  # before the kernel's code runs
     kernel, failure = _load(request)
     if kernel is None:
         return failure or {}
     # guarded like the checked runs' inputs: the re-verification checks its runs in sets[0]
-    sets = [kernel.canaries.guard_inputs(_arguments(request, s, device)) for s in request["seeds"]]
-    copies = [snapshot(args) for args in sets]
+    with span("inputs"):
+        sets = [
+            kernel.canaries.guard_inputs(_arguments(request, s, device)) for s in request["seeds"]
+        ]
+        copies = [snapshot(args) for args in sets]
     try:
-        stats = timer.measure(lambda i: kernel.call(sets[i % len(sets)]))
-        overhead = timer.launch_overhead_ms()
-        # the side-stream check runs run() as it was timed, without the guard: the guard's
-        # Python cost (a dispatch per aten op) is no hidden work, and on an H200 it was
-        # enough to make an honest 0.1 ms kernel look like one hiding 0.2 ms
-        synchronised = timer.synchronised_ms(lambda i: kernel.call(sets[i % len(sets)]))
-        # then runs watched by the guard, untimed: a kernel that computes with PyTorch once
-        # it has passed its checks is caught here (the timed runs themselves carry no guard,
-        # whose Python cost would count in small kernels' latency)
-        kernel.records.clear()
-        timer.synchronised_ms(lambda i: kernel.guarded(sets[i % len(sets)]))
-        launches = [record.launches for record in kernel.records]
-        kernel.modules.verify()
+        with span("timed_runs"):  # the kernel compiles again at this child's first run
+            stats = timer.measure(lambda i: kernel.call(sets[i % len(sets)]))
+            overhead = timer.launch_overhead_ms()
+            # the side-stream check runs run() as it was timed, without the guard: the guard's
+            # Python cost (a dispatch per aten op) is no hidden work, and on an H200 it was
+            # enough to make an honest 0.1 ms kernel look like one hiding 0.2 ms
+            synchronised = timer.synchronised_ms(lambda i: kernel.call(sets[i % len(sets)]))
+            # then runs watched by the guard, untimed: a kernel that computes with PyTorch once
+            # it has passed its checks is caught here (the timed runs themselves carry no guard,
+            # whose Python cost would count in small kernels' latency)
+            kernel.records.clear()
+            timer.synchronised_ms(lambda i: kernel.guarded(sets[i % len(sets)]))
+            launches = [record.launches for record in kernel.records]
+            kernel.modules.verify()
     except MemoryError:
         raise
     except Exception as e:
@@ -440,13 +464,14 @@ def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
             )
     if request.get("eager"):
         module = load_reference(Path(request["reference"]), request["overrides"])
-        with torch.no_grad():
+        with span("eager"), torch.no_grad():
             result["eager"] = timer.measure(
                 lambda i: call(module.forward, sets[i % len(sets)], kernel.input_names)
             )
     if request.get("fresh_seeds"):
         try:
-            result["fresh"] = _reverify(request, kernel, timer, buffers=sets[0], rotated=stats)
+            with span("timed_runs"):
+                result["fresh"] = _reverify(request, kernel, timer, buffers=sets[0], rotated=stats)
         except Cheat as e:
             return _cheat(e.message)
         except MemoryError:

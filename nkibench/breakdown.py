@@ -1,0 +1,132 @@
+"""Where an evaluation's time goes (`accelopt bench gpu --breakdown`): the parent times each
+sandboxed child from spawn to exit itself, and each child reports its own spans
+(nkibench.sandbox.stopwatch) beside its result; they are diagnostics, labelled as the
+child's own report, and never a verdict.
+
+Recording is off unless a caller opens `recording()`: then nkibench.harness.run_phase asks
+every child it starts for its spans and adds the child here. The columns sum to the wall
+time of the recorded block: what no child reported is the parent's (spawn and sandbox: a
+child's life less its own total; parent: the block's wall less every child's life)."""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from nkibench.sandbox.results import MalformedResult, check_timings
+from nkibench.sandbox.stopwatch import RESULT_KEY, SPANS
+
+__all__ = [
+    "COLUMNS",
+    "FLOOR_SPANS",
+    "PARENT_COLUMNS",
+    "Breakdown",
+    "ChildTime",
+    "recorder",
+    "recording",
+]
+
+PARENT_COLUMNS = ("spawn_sandbox", "child_other", "parent")
+COLUMNS = ("spawn_sandbox", *SPANS, "child_other", "parent")
+"""Seconds per phase, in the table's order: the parent's measurements (spawn_sandbox,
+parent), the children's reports (SPANS) and what the children left unnamed (child_other)."""
+FLOOR_SPANS = ("reference", "checked_runs", "timed_runs")
+"""The work floor: the reference's forward passes and the kernel's runs (checked and timed),
+as the children measured them; the first checked run, which compiles, is not work."""
+MAX_NOTES = 20
+
+
+@dataclass(frozen=True)
+class ChildTime:
+    """One child: its phase, its life from spawn to exit as the parent measured it, and its own
+    account (None where it gave none that could be believed)."""
+
+    phase: str
+    life_s: float
+    spans: dict[str, float] | None
+    total_s: float | None
+
+
+@dataclass
+class Breakdown:
+    children: list[ChildTime] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.perf_counter)
+    wall_s: float | None = None
+
+    def add(self, phase: str, life_s: float, result: dict[str, Any]) -> None:
+        """Record a child's life and take its report out of `result` (dropped with a note
+        when malformed: a child that ran a kernel may have written anything there)."""
+        raw = result.pop(RESULT_KEY, None)
+        spans: dict[str, float] | None = None
+        total: float | None = None
+        if raw is None:
+            self._note(f"{phase}: no timings reported")
+        else:
+            try:
+                spans, total = check_timings(raw, life_s)
+            except MalformedResult as e:
+                self._note(f"{phase}: timings dropped ({e})")
+        self.children.append(ChildTime(phase, life_s, spans, total))
+
+    def _note(self, note: str) -> None:
+        if len(self.notes) < MAX_NOTES:
+            self.notes.append(note)
+
+    def columns(self) -> dict[str, float]:
+        """Seconds per COLUMNS entry; they sum to `wall_s`."""
+        assert self.wall_s is not None, "the recording has not ended"
+        seconds = dict.fromkeys(COLUMNS, 0.0)
+        for child in self.children:
+            if child.spans is None or child.total_s is None:
+                seconds["child_other"] += child.life_s
+                continue
+            total = min(child.total_s, child.life_s)
+            seconds["spawn_sandbox"] += child.life_s - total
+            for name, value in child.spans.items():
+                seconds[name] += value
+            seconds["child_other"] += total - sum(child.spans.values())
+        seconds["parent"] = self.wall_s - sum(c.life_s for c in self.children)
+        return seconds
+
+    def to_json(self) -> dict[str, Any]:
+        seconds = self.columns()
+        floor = sum(seconds[name] for name in FLOOR_SPANS)
+        assert self.wall_s is not None
+        return {
+            "seconds": seconds,
+            "wall_s": self.wall_s,
+            "floor_s": floor,
+            "wall_over_floor": self.wall_s / floor if floor > 0 else None,
+            "children": [
+                {"phase": c.phase, "life_s": c.life_s, "spans": c.spans, "total_s": c.total_s}
+                for c in self.children
+            ],
+            "notes": self.notes,
+        }
+
+
+_current: contextvars.ContextVar[Breakdown | None] = contextvars.ContextVar(
+    "breakdown", default=None
+)
+
+
+def recorder() -> Breakdown | None:
+    """The breakdown being recorded here, if any."""
+    return _current.get()
+
+
+@contextmanager
+def recording() -> Iterator[Breakdown]:
+    """Record every child the block starts; the breakdown's wall is the block's."""
+    breakdown = Breakdown()
+    token = _current.set(breakdown)
+    try:
+        yield breakdown
+    finally:
+        breakdown.wall_s = time.perf_counter() - breakdown.started
+        _current.reset(token)
