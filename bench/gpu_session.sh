@@ -5,6 +5,7 @@
 #   bench/gpu_session.sh tests [PYTEST ARGS...]  the GPU tests (skipped in CI), and the triton
 #                                                backend's own tests on the GPU
 #   bench/gpu_session.sh bench [ARGS...]         accelopt bench gpu ARGS, JSON saved under $OUT
+#                                                (--breakdown --passes 1: where the time goes)
 #   bench/gpu_session.sh flashinfer              the FlashInfer-Bench round trip on this GPU: the
 #                                                test suite's made-up dataset imported, profiled
 #                                                (measured), exported, and run by flashinfer-bench's
@@ -36,7 +37,7 @@ case "${1:-}" in
     tests)
         python3 -m pytest -q -p no:cacheprovider -o addopts="" --timeout=600 -rs \
             tests/nkibench/backends/test_triton_gpu.py tests/flashinfer/test_gpu_round_trip.py \
-            tests/nkibench/backends/test_triton_backend.py \
+            tests/nkibench/backends/test_triton_backend.py tests/nkibench/test_breakdown.py \
             "${@:2}" 2>&1 | tee "$OUT/tests.log"
         ;;
     bench)

@@ -40,7 +40,7 @@ NKIBENCH_LAYERS: tuple[tuple[str, ...], ...] = (
     ("nkibench.nkisim",),
     ("nkibench.cost",),
     ("nkibench.sandbox",),
-    ("nkibench.backend",),
+    ("nkibench.backend", "nkibench.breakdown"),
     ("nkibench.harness",),
     ("nkibench.backends.*",),
     ("nkibench.benchmarks",),
