@@ -5,6 +5,7 @@ nothing is timed; on a GPU the same tests also see the timed runs."""
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from pathlib import Path
@@ -148,7 +149,7 @@ def test_the_phases_of_a_profile_sum_to_the_wall_its_caller_measured(
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("gpu_turn")
-def test_bench_gpu_breakdown_prints_a_row_per_task_with_its_wall_and_floor(
+def test_bench_gpu_breakdown_prints_and_saves_a_row_per_task_with_its_wall_and_floor(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ACCELOPT_HOME", str(tmp_path / "home"))
@@ -164,8 +165,14 @@ def test_bench_gpu_breakdown_prints_a_row_per_task_with_its_wall_and_floor(
         "1",
         "--task",
         "silu",
+        "--save",
+        str(tmp_path / "bench.json"),
     )
     assert run.code == 0, run.err
+    [[saved]] = json.loads((tmp_path / "bench.json").read_text())["passes"]
+    breakdown = saved["breakdown"]
+    assert sum(breakdown["seconds"].values()) == pytest.approx(breakdown["wall_s"])
+    assert breakdown["floor_s"] > 0
     table = run.out[run.out.index("Where the time goes") :]
     header = next(line for line in table.splitlines() if "spawn+sandbox" in line)
     for heading in ("imports*", "compile*", "compare*", "wall", "floor*", "wall/floor"):
