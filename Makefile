@@ -37,12 +37,13 @@ fmt: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# Everything, as CI runs it: the end-to-end tests (slow) and PostgreSQL's included. Three
+# Everything, as CI runs it: the end-to-end tests (slow) and PostgreSQL's included. Four
 # workers (pytest-xdist) on two cores, each taking whole files: the slow tests mostly wait on
-# daemons, children and locks (the whole suite kept the CPU 23% busy with two), and a file's
-# tests share its fixtures. Measured here (2 cores): 810 s with two workers, 644 s with three.
+# daemons, children and locks (the whole suite keeps the CPU about 30% busy with four), and a
+# file's tests share its fixtures. Measured here (2 cores, 1,817 tests, 2026-11-28): 924 s
+# with four workers before the longest files were split, TIMING_NOW after.
 # It prints the slowest tests.
-PYTEST_WORKERS ?= -n 3 --dist loadfile
+PYTEST_WORKERS ?= -n 4 --dist loadfile
 test: lint
 	$(BIN)/pytest $(PYTEST_WORKERS) --durations=15
 
