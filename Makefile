@@ -41,7 +41,8 @@ fmt: $(STAMP)
 # workers (pytest-xdist) on two cores, each taking whole files: the slow tests mostly wait on
 # daemons, children and locks (the whole suite keeps the CPU about 30% busy with four), and a
 # file's tests share its fixtures. Measured here (2 cores, 1,817 tests, 2026-11-28): 924 s
-# with four workers before the longest files were split, TIMING_NOW after.
+# with four workers before the longest files were split, 947 s after: over the 15 minutes
+# that CI allows, the next thing to cut.
 # It prints the slowest tests.
 PYTEST_WORKERS ?= -n 4 --dist loadfile
 test: lint
