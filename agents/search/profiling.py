@@ -91,17 +91,19 @@ class Profiles:
         self.check_stop = check_stop
         self._seen: dict[tuple[str, ProfilePurpose], ProfileRecorded] = {}
 
-    def profile(self, candidate: str, purpose: ProfilePurpose) -> ProfileRecorded:
-        cached = self._seen.get((candidate, purpose))
-        if cached is not None:
-            return cached
-        recorder = self.record.recorder
+    def _known(self, candidate: str, purpose: ProfilePurpose) -> ProfileRecorded | None:
+        """The profile seen in this search, else the one its job recorded, else None."""
+        seen = self._seen.get((candidate, purpose))
+        if seen is not None:
+            return seen
         job_id = ids.profile_job_id(self.record.search_id, candidate, purpose)
-        stream = f"job:{job_id}"
-        recorded = list(recorder.of_type(stream, ProfileRecorded))
-        if recorded:
-            profile = recorded[-1]
-        else:
+        recorded = list(self.record.recorder.of_type(f"job:{job_id}", ProfileRecorded))
+        return recorded[-1] if recorded else None
+
+    def profile(self, candidate: str, purpose: ProfilePurpose) -> ProfileRecorded:
+        profile = self._known(candidate, purpose)
+        if profile is None:
+            job_id = ids.profile_job_id(self.record.search_id, candidate, purpose)
             self.check_stop()
             source = self.record.source(candidate)
             result = self.profiler.profile(
@@ -118,7 +120,8 @@ class Profiles:
                 kernel_hash=self.record.index.candidates[candidate].kernel_hash,
                 task_source_hash=self.task.content_hash,
             )
-            recorder.record(stream, profile, key=job_id)  # a job's key is its id
+            # a job's key is its id
+            self.record.recorder.record(f"job:{job_id}", profile, key=job_id)
         self._seen[candidate, purpose] = profile
         return profile
 
@@ -128,11 +131,7 @@ class Profiles:
         baseline_id = ids.baseline_id(self.record.search_id)
         if baseline_id not in self.record.index.candidates:
             return None
-        baseline = self._seen.get((baseline_id, "baseline"))
-        if baseline is None:
-            job_id = ids.profile_job_id(self.record.search_id, baseline_id, "baseline")
-            recorded = list(self.record.recorder.of_type(f"job:{job_id}", ProfileRecorded))
-            baseline = recorded[-1] if recorded else None
+        baseline = self._known(baseline_id, "baseline")
         if baseline is None or not baseline.correct or not baseline.kernel_seconds:
             return None
         return baseline.kernel_seconds

@@ -78,6 +78,18 @@ def _moment(value: str | datetime) -> datetime:
     return value if isinstance(value, datetime) else datetime.fromisoformat(value)
 
 
+def _sleep_workers(tmp_path: Path, url: str) -> tuple[WorkerProcess, WorkerProcess]:
+    """Hosts h1 and h2, one `sleep` device each, whose dead workers' jobs are recovered after
+    3 s without a heartbeat."""
+    fleet = {"ACCELOPT_FLEET_STALLED_S": "3"}
+    first, second = (
+        WorkerProcess(tmp_path / host, url, "--backend", "sleep", "--devices", "1",
+                      "--host", host, env=fleet)
+        for host in ("h1", "h2")
+    )  # fmt: skip
+    return first, second
+
+
 def test_three_hosts_serve_thirty_tasks_each_job_once_each_device_one_job_at_a_time(
     tmp_path: Path, fresh_pg_url: Callable[[], str]
 ) -> None:
@@ -366,12 +378,7 @@ def test_a_job_failing_on_every_device_ends_failed_and_its_waiting_search_is_tol
     of them), the job is `failed`, runs no more, and the search's profiler waiting on it gets a
     `job_failed` result naming both devices."""
     url = fresh_pg_url()
-    fleet = {"ACCELOPT_FLEET_STALLED_S": "3"}
-    first, second = (
-        WorkerProcess(tmp_path / host, url, "--backend", "sleep", "--devices", "1",
-                      "--host", host, env=fleet)
-        for host in ("h1", "h2")
-    )  # fmt: skip
+    first, second = _sleep_workers(tmp_path, url)
     engine = make_engine(url)
     queue = FleetJobQueue(engine)
     stop = threading.Event()
@@ -446,12 +453,7 @@ def test_a_job_whose_workers_are_killed_under_it_ends_failed_by_recovery(
     after 2 runs on 2 devices, the second death leaves it `failed` (procrastinate's job too),
     and its waiter gets it as failed."""
     url = fresh_pg_url()
-    fleet = {"ACCELOPT_FLEET_STALLED_S": "3"}
-    first, second = (
-        WorkerProcess(tmp_path / host, url, "--backend", "sleep", "--devices", "1",
-                      "--host", host, env=fleet)
-        for host in ("h1", "h2")
-    )  # fmt: skip
+    first, second = _sleep_workers(tmp_path, url)
     engine = make_engine(url)
     queue = FleetJobQueue(engine, stalled_s=3, give_up=GiveUp(runs=2, devices=2))
     (job_id,) = _sleep_jobs(queue, "long", 1, 120_000)
