@@ -113,6 +113,8 @@ class Session(Protocol):
 
     def folder(self, name: str) -> Path: ...
 
+    def release(self, *folders: Path) -> None: ...
+
     def child(
         self,
         phase: str,

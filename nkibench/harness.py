@@ -93,30 +93,33 @@ def run_phase(
     and reads `reads` (folders made by `folders`, never a path a child made), and return its
     result. A child that died without a result, or handed back one the parent cannot use, is
     a typed failure that says whose code it was (nkibench.harness.DEATH_KIND); so is one whose
-    job's folders (all of `folders`) hold more than the limits' disk quota, even with a
-    result."""
+    folders (its own and `writes`) hold more than the limits' disk quota, even with a result.
+    Its own folder is released when it ends: no later child reads it."""
     for folder in (*writes, *reads):
         if not folders.owns(folder):
             raise ValueError(f"{folder}: not a folder of this session (a child may have made it)")
     own = folders.fresh(name)
-    quota = folders.quota(limits.disk_mb, isolation)
+    quota = folders.quota([own, *writes], limits.disk_mb, isolation)
     breakdown = recorder()
     if breakdown is not None:  # `accelopt bench gpu --breakdown`: the child's own timings too
         request = {**request, stopwatch.REQUEST_KEY: True}
     spawned = time.perf_counter()
-    outcome = run_child(
-        CHILD,
-        {**request, "entry": phase.entry},
-        workdir=own,
-        limits=limits,
-        isolation=isolation,
-        writable=writes,
-        read_only=reads,
-        mounts=mounts,
-        environment=environment,
-        cancel=cancel,
-        quota=quota,
-    )
+    try:
+        outcome = run_child(
+            CHILD,
+            {**request, "entry": phase.entry},
+            workdir=own,
+            limits=limits,
+            isolation=isolation,
+            writable=writes,
+            read_only=reads,
+            mounts=mounts,
+            environment=environment,
+            cancel=cancel,
+            quota=quota,
+        )
+    finally:  # its result came over a descriptor: nothing in its folder is read
+        folders.release(own)
     life_s = time.perf_counter() - spawned
     try:
         if outcome.over_quota or outcome.timed_out or outcome.flooded:
@@ -226,7 +229,7 @@ def _death(name: str, phase: Phase, outcome: ChildOutcome, limits: Limits) -> tu
     limit_kind: ErrorKind = "task" if phase.runs == "task" else "resource"
     if outcome.over_quota:
         return limit_kind, (
-            f"{who} left the job's work folders holding {outcome.over_quota} and was stopped"
+            f"{who} left the folders it writes holding {outcome.over_quota} and was stopped"
         )
     if outcome.timed_out:
         return ("timeout" if phase.runs == "kernel" else kind), (
@@ -312,6 +315,11 @@ class Session:
     def folder(self, name: str) -> Path:
         """A fresh folder for a child to write (and later children to read)."""
         return self.folders.fresh(name)
+
+    def release(self, *folders: Path) -> None:
+        """Give back the disk of folders that no later child reads."""
+        for folder in folders:
+            self.folders.release(folder)
 
     def child(
         self,

@@ -1,14 +1,21 @@
-"""A job's disk quota: what its folders hold, measured while a child runs and once it has ended.
+"""A child's disk quota: what the folders it writes hold, measured while it runs and once it
+has ended.
 
 RLIMIT_FSIZE bounds one file, not the sum of many, and an unprivileged process has no
-filesystem quota to set. So the job's folders are measured while each child runs, and a child
-whose job holds more than its quota is killed with its group.
+filesystem quota to set. So the folders a child writes (its own, and those it hands to later
+children: the reference's inputs and expected outputs, a kernel's outputs) are measured while
+it runs, and a child whose folders hold more than the quota is killed with its group. Folders
+that earlier children wrote no longer change (their writers have ended), and the harness
+releases each one once no later child reads it (nkibench.sandbox.folders), so a job holds a
+few children's quotas at most. A quota over all of a job's folders instead would have to hold
+every seed's and every re-verification's data at once: 4096 MB did not hold a full-size SiLU
+(three seeds of 8192 x 14336) timed, then re-verified on fresh seeds, on an H200.
 
 The folders are the children's: anything may be in them (links, FIFOs, trees deep enough to
 exhaust a walker's descriptors), and the parent never opens a path inside a tree a child could
 write. So the walk is not the parent's: `du` (coreutils) does it, in a sandbox of its own,
 built like a kernel's (nkibench.sandbox.isolation: the children's user, no network, nothing
-writable), that sees the job's folders read-only. The parent names only the folders it made
+writable), that sees the child's folders read-only. The parent names only the folders it made
 (nkibench.sandbox.folders) and reads back two numbers: du's totals of blocks and of inodes
 (`-s -c`: a hard link counted once, links never followed). A meter that fails is not believed
 to have measured anything: over its time limit, or having met entries it could not read,
@@ -105,10 +112,10 @@ def measure(folders: Sequence[Path], isolation: Isolation) -> Usage:
 
 @dataclass
 class DiskQuota:
-    """The quota of the folders `folders()` names (every folder of the job so far), checked at
-    a pace that keeps the meters' cost a small part of the parent's time."""
+    """The quota of `folders` together (a running child's), checked at a pace that keeps the
+    meters' cost a small part of the parent's time."""
 
-    folders: Callable[[], Sequence[Path]]
+    folders: Sequence[Path]
     isolation: Isolation
     limit_mb: int
     clock: Callable[[], float] = time.monotonic
@@ -123,7 +130,7 @@ class DiskQuota:
         started = self.clock()
         if not now and started < self._due:
             return False
-        self.last = measure(self.folders(), self.isolation)
+        self.last = measure(self.folders, self.isolation)
         self._due = started + WALK_SHARE * (self.clock() - started)
         over = self.last.over_limits or self.last.bytes > self.limit_mb * 1024 * 1024
         return over or (now and not self.last.complete)
@@ -135,5 +142,5 @@ class DiskQuota:
         if self.last.entries > MAX_ENTRIES:
             return f"more than {MAX_ENTRIES} files and folders"
         if self.last.bytes > self.limit_mb * 1024 * 1024:
-            return f"more than {self.limit_mb} MB (the job's disk quota, [limits] disk_mb)"
+            return f"more than {self.limit_mb} MB (a child's disk quota, [limits] disk_mb)"
         return "entries that the quota's meter could not read (a folder's permissions taken away)"

@@ -7,9 +7,10 @@ that only the parent can see (mode 0700, never bound into any sandbox), with `mk
 the root's descriptor (an existing name, a link included, is an error, not a folder to reuse),
 and handed to the child's user with `fchown`/`fchmod` on a descriptor opened without following
 links. Binds name only these folders (`owns`), so bubblewrap never resolves a path that a child
-made. What children leave behind is removed with the tree (shutil.rmtree, which works on
-descriptors and never follows links). The root is also where the job's disk quota is measured
-(nkibench.sandbox.disk, from the root's descriptor: every child's folders together).
+made. What children leave behind is removed with the tree, or a folder at a time once no
+later child reads it (shutil.rmtree, which works on descriptors and never follows links; the
+folder's own name, in a root no child sees, cannot have been replaced). A child's disk quota is
+measured over the folders it writes (nkibench.sandbox.disk).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -61,10 +63,23 @@ class SessionFolders:
         self._made.add(path)
         return path
 
-    def quota(self, limit_mb: int, isolation: Isolation) -> DiskQuota:
-        """The disk quota of every folder made here so far, measured in a sandbox of its own
+    def quota(self, folders: Sequence[Path], limit_mb: int, isolation: Isolation) -> DiskQuota:
+        """The disk quota of `folders` (made here) together, measured in a sandbox of its own
         (nkibench.sandbox.disk): the parent opens nothing inside them."""
-        return DiskQuota(lambda: sorted(self._made), isolation, limit_mb)
+        for folder in folders:
+            self._require(folder)
+        return DiskQuota(tuple(folders), isolation, limit_mb)
+
+    def release(self, folder: Path) -> None:
+        """Remove `folder`, made here, with what children left in it: nothing reads it any more,
+        and its disk goes back to the job before the next child's rather than at the job's end."""
+        self._require(folder)
+        self._made.discard(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+    def _require(self, folder: Path) -> None:
+        if not self.owns(folder):
+            raise ValueError(f"{folder}: not a folder of this session (a child may have made it)")
 
     def owns(self, path: Path) -> bool:
         """Whether `path` is one of the folders made here (the only paths a child is given)."""

@@ -5,10 +5,10 @@ environment built from nothing (no API keys, no database URL: nothing of the par
 environment but what is listed here), a fresh working directory, resource limits it applies to
 itself before reading its request (address space, CPU seconds, file size, open files, no core
 dumps), tmpfs of bounded size (nkibench.sandbox.resources: they and the address space share the
-job's memory), a disk quota on the job's folders, measured while it runs (nkibench.sandbox.disk,
+job's memory), a disk quota on the folders it writes, measured while it runs (nkibench.sandbox.disk,
 in a sandbox of its own), a lifeline to the parent (nkibench.sandbox.lifeline: it ends itself
 when the parent dies, however it dies), and its own process group, which is killed as a whole
-when the wall-clock timeout passes, when the job's folders go over their quota, or when its
+when the wall-clock timeout passes, when its folders go over their quota, or when its
 stdout and stderr grow past their limit (only their tails are ever read, and the file-size
 limit, sized for the phases' data files, would let a loop of prints fill gigabytes of the
 daemon's disk first).
@@ -88,7 +88,7 @@ class Limits:
     """A child that reports progress (nkibench.sandbox.progress) and keeps reporting it runs
     past timeout_s up to this ceiling; None: timeout_s ends it, progress or not."""
     disk_mb: int = 4096
-    """What the job's folders may hold on disk, every child's writes together
+    """What one child's folders (its own and those it writes) may hold on disk together
     (nkibench.sandbox.disk); no one file may be larger either."""
     output_mb: int = 16
     """What the child may write to stdout and to stderr, each, before its group is killed
@@ -105,7 +105,7 @@ class ChildOutcome:
     flooded: bool = False
     """Killed for writing more than its output limit to stdout or stderr."""
     over_quota: str = ""
-    """Why the job's folders were over their disk quota when the child was stopped or ended
+    """Why the child's folders were over their disk quota when it was stopped or ended
     (empty: they were not)."""
     output_bytes: int = 0
     """The larger of what the child wrote to stdout and to stderr."""
@@ -190,7 +190,7 @@ def _wait(
 ) -> Ending:
     """Wait for the child until it exits, the deadline (its limit, or a ceiling while it makes
     progress), a cancel, one of its output `streams` (file descriptors) growing past
-    `output_bytes`, or its job's folders over their `quota`; the caller kills the group."""
+    `output_bytes`, or its folders over their `quota`; the caller kills the group."""
     while True:
         now = time.monotonic()
         if deadline.passed(now):
@@ -252,8 +252,8 @@ def run_child(
     (stdout and stderr bounded by the output limit, the result read up to RESULT_LIMIT); the
     streams' tails and the result come back. `workdir` and `writable` must be folders the
     caller made fresh for this child (nkibench.sandbox.folders): nothing here creates, chowns
-    or opens a path in them. `quota` measures the job's folders (those and the earlier
-    children's) while the child runs and once it has ended.
+    or opens a path in them. `quota` measures those folders while the child runs and once it
+    has ended.
     """
     writable = [workdir, *writable]
     payload = json.dumps({**request, "limits": asdict(limits)}).encode()

@@ -4,7 +4,7 @@ A child's memory is more than its address space: what it writes to the sandbox's
 /dev/shm (tmpfs, pages of memory that RLIMIT_AS does not count) is memory too. So a job's
 `memory_mb` is split: TMPFS_DIVISOR-th of it for the two tmpfs (/dev/shm a quarter of that,
 /tmp the rest), the remainder for the address space. Code that wants temporary files gets them
-in its working folder (TMPDIR points there, on disk, under the job's disk quota), so the tmpfs
+in its working folder (TMPDIR points there, on disk, under its disk quota), so the tmpfs
 only serve code that names /tmp or /dev/shm itself.
 
 A job's `memory_mb` is also capped: HOST_MEMORY_FRACTION of the host's memory, shared by the

@@ -114,7 +114,7 @@ class TaskSpec:
     limit as written, never shortened by the reference's measured time."""
     memory_mb: int = DEFAULT_MEMORY_MB
     disk_mb: int = DEFAULT_DISK_MB
-    """What the job's work folders may hold on disk, every child's writes together."""
+    """What one child's folders (its own and those it writes) may hold on disk together."""
     strict_capacity: bool = False
     tunables: dict[str, list[Any]] = field(default_factory=dict)
     allow_torch_compute: bool = False

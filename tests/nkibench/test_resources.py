@@ -13,10 +13,11 @@ import pytest
 
 from nkibench.backend import Phase
 from nkibench.backends.nkisim.backend import NkisimBackend
-from nkibench.errors import TaskError
-from nkibench.harness import check_kernel, share_of_host
+from nkibench.errors import PhaseFailure, TaskError
+from nkibench.harness import check_kernel, run_phase, share_of_host
 from nkibench.sandbox import disk
 from nkibench.sandbox.disk import DiskQuota, measure
+from nkibench.sandbox.folders import SessionFolders
 from nkibench.sandbox.isolation import Isolation, Mounts, Tmpfs
 from nkibench.sandbox.process import Limits
 from nkibench.sandbox.resources import HOST_MEMORY_FRACTION, host_memory_mb, split_memory
@@ -95,7 +96,7 @@ def test_a_kernel_writing_past_disk_mb_is_stopped_as_a_resource_failure(tmp_path
     assert not result.correct
     assert result.error_kind == "resource", result.message
     message = result.message or ""
-    assert "the kernel left the job's work folders holding more than 256 MB" in message
+    assert "the kernel left the folders it writes holding more than 256 MB" in message
     assert "[limits] disk_mb" in message
 
 
@@ -163,7 +164,7 @@ def test_a_folder_the_meter_cannot_read_is_over_the_quota_once_the_children_ende
     hidden.mkdir(parents=True)
     (hidden / "data.bin").write_bytes(b"z" * 1024**2)
     hidden.chmod(0o000)  # what a child can do to a folder it owns
-    quota = DiskQuota(lambda: [root], isolation, limit_mb=64)
+    quota = DiskQuota([root], isolation, limit_mb=64)
     assert not quota.exceeded()  # while the child runs: asked again at the next poll
     assert not quota.last.complete
     assert quota.exceeded(now=True)
@@ -178,7 +179,7 @@ def test_too_many_entries_are_over_the_quota_whatever_their_size(
     root.mkdir()
     for i in range(60):
         (root / f"empty{i}").touch()
-    quota = DiskQuota(lambda: [root], isolation, limit_mb=64)
+    quota = DiskQuota([root], isolation, limit_mb=64)
     assert quota.exceeded()
     assert quota.last.entries == 61
     assert quota.describe() == "more than 50 files and folders"
@@ -195,3 +196,41 @@ def test_disk_mb_defaults_to_4096_and_reaches_the_childs_limits(tmp_path: Path) 
     task = silu_with(tmp_path, "disk_mb = 512")
     assert task.disk_mb == 512
     assert NkisimBackend().limits(task, "small", 1).disk_mb == 512
+
+
+WRITER = Phase("tests.support.hoarder:write_phase", "kernel")
+
+
+def test_the_quota_is_each_childs_and_its_own_folder_goes_when_it_ends(
+    tmp_path: Path, isolation: Isolation
+) -> None:
+    """Three children each leave 40 MB for later children under a 64 MB quota: 120 MB in all,
+    which a quota over the whole job would have stopped at the second (a full-size task's
+    seeds, timed and then re-verified, outgrew 4096 MB so). A child's own folder is removed
+    when it ends. One child writing 40 MB in each of its two folders is over."""
+    limits = Limits(timeout_s=60, disk_mb=64)
+    with SessionFolders(tmp_path, isolation.child_uid) as folders:
+        kept = []
+        for _ in range(3):
+            out = folders.fresh("outputs")
+            request = {"mb": 40, "own_mb": 16, "into": str(out)}
+            run_phase("writer", WRITER, request, folders, limits, isolation=isolation, writes=[out])
+            kept.append(out)
+        assert measure(kept, isolation).bytes >= 120 * 1024**2
+        assert sorted(p.name for p in folders.root.iterdir()) == [
+            "outputs",
+            "outputs.2",
+            "outputs.3",
+        ]
+        out = folders.fresh("outputs")
+        request = {"mb": 40, "own_mb": 40, "into": str(out)}
+        with pytest.raises(PhaseFailure) as failure:
+            run_phase("writer", WRITER, request, folders, limits, isolation=isolation, writes=[out])
+        assert failure.value.kind == "resource"
+        assert "left the folders it writes holding more than 64 MB" in str(failure.value)
+        folders.release(out)
+        assert sorted(p.name for p in folders.root.iterdir()) == [
+            "outputs",
+            "outputs.2",
+            "outputs.3",
+        ]

@@ -12,7 +12,9 @@ Header fields (comment lines at the top of each file, `# key: value`):
     expect       the error kind here (none: correct, no error)
     message      a fragment of the message
     gpu_expect, gpu_message, gpu_shapes   the same on a GPU (test_triton_gpu.py runs these)
-    gpu_not_faster_than_baseline          true: on a GPU its latency is no better than the task's
+    gpu_not_faster_than                   honest: on a GPU its latency is no better than its
+                                          honest self's (the file without the lines that end
+                                          in `# trick`)
 """
 
 from __future__ import annotations
@@ -62,9 +64,18 @@ class Entry:
         root, _, name = self.fields["task"].partition("/")
         return load_task(TASK_ROOTS[root] / name)
 
-    def run(self, backend: Backend, *, gpu: bool = False) -> KernelResult:
+    @property
+    def honest_source(self) -> str:
+        """The kernel without its trick: the lines that end in `# trick` dropped."""
+        lines = self.path.read_text().splitlines(keepends=True)
+        return "".join(line for line in lines if not line.rstrip().endswith("# trick"))
+
+    def run(
+        self, backend: Backend, *, gpu: bool = False, kernel_source: str | None = None
+    ) -> KernelResult:
         """Through the real sandboxed harness: check_kernel, or profile_kernel where timing
-        is involved (always on a GPU, where the timer is what is gamed)."""
+        is involved (always on a GPU, where the timer is what is gamed); `kernel_source` in
+        place of the file's (its honest self, say)."""
         task = self.task()
         shapes = self.fields.get("shapes", "small")
         if gpu:
@@ -77,7 +88,7 @@ class Entry:
         return evaluate(
             task,
             backend=backend,
-            kernel_source=self.path.read_text(),
+            kernel_source=kernel_source or self.path.read_text(),
             shapes=shapes,
             seeds=seeds,
             limits=limits,

@@ -35,3 +35,16 @@ def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
     # the name the kernel phase calls (imported into its module)
     phases.execute = hoarding  # type: ignore[attr-defined]
     return phases.kernel_phase(request)
+
+
+def write_phase(request: dict[str, Any]) -> dict[str, Any]:
+    """A child that writes request["own_mb"] MiB into its working folder and request["mb"] MiB
+    into request["into"] (8 MiB files), then ends."""
+    block = b"\x5a" * (8 * 1024 * 1024)
+    for folder, mb in (
+        (Path.cwd(), request.get("own_mb", 0)),
+        (Path(request["into"]), request["mb"]),
+    ):
+        for number in range(mb // 8):
+            (folder / f"written_{number}.bin").write_bytes(block)
+    return {"ok": True}

@@ -447,6 +447,21 @@ class TritonBackend:
         seeds = list(fresh_seeds(len(session.seeds)))
         inputs = session.run_reference(seeds)
         fresh_out = session.folder("fresh_outputs")
+        try:
+            self._judge_fresh(session, seeds, inputs, fresh_out, rotated=rotated, baseline=baseline)
+        finally:
+            session.release(inputs.data_dir, inputs.expected_dir, fresh_out)
+
+    def _judge_fresh(
+        self,
+        session: Session,
+        seeds: list[int],
+        inputs: Inputs,
+        fresh_out: Path,
+        *,
+        rotated: dict[str, float],
+        baseline: float,
+    ) -> None:
         measured = self._time(session, seeds, inputs, fresh_out)
         fresh = measured["fresh"]
         for seed in seeds:

@@ -6,11 +6,13 @@
 # message: no GPU here
 # gpu_shapes: medium
 # gpu_expect: none
-# gpu_not_faster_than_baseline: true
+# gpu_not_faster_than: honest
 # After its real work, run() reads its input once more so that the next run (on the same
 # buffers, in a naive timing loop) finds it in L2. The timer writes twice the L2's size
 # between runs and rotates the input sets: the trick buys nothing, and the kernel is correct
-# and no faster than the baseline (it does strictly more work).
+# and no faster than itself without the lines marked `# trick` (it does strictly more work).
+# Not the suite's baseline: at medium shapes this kernel's smaller blocks fill more SMs, and
+# that, not the L2, made it faster than the baseline on an H200.
 import torch
 import triton
 import triton.language as tl
@@ -36,6 +38,6 @@ def run(x):
     n = x.numel()
     blocks = triton.cdiv(n, 1024)
     silu_kernel[(blocks,)](x.view(-1), out.view(-1), n, BLOCK=1024)
-    sink = torch.empty((blocks,), dtype=torch.float32, device=x.device)
-    touch_kernel[(blocks,)](x.view(-1), sink, n, BLOCK=1024)
+    sink = torch.empty((blocks,), dtype=torch.float32, device=x.device)  # trick
+    touch_kernel[(blocks,)](x.view(-1), sink, n, BLOCK=1024)  # trick
     return out
