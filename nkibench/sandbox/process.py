@@ -71,7 +71,8 @@ class Limits:
     (nkibench.sandbox.resources.split_memory); None: no address-space limit, for backends whose
     runtime maps device memory (Neuron, CUDA)."""
     cpu_s: int | None = None
-    """Defaults to the timeout times the number of CPUs, plus a margin."""
+    """Defaults to the longest the child may run (the timeout, or the progress ceiling) times
+    the number of CPUs, plus a margin."""
     file_size_mb: int = 4096
     open_files: int = 256
     threads: int = 1
@@ -151,7 +152,9 @@ def child_environment(
 
 def apply_limits(limits: dict[str, Any]) -> None:
     """Called by the child on itself, first thing (never a preexec_fn: the parent has threads)."""
-    cpu = limits.get("cpu_s") or int(limits["timeout_s"] * (os.cpu_count() or 1)) + 10
+    # the longest the child may run: past timeout_s while it reports progress, up to its ceiling
+    wall_s = max(limits["timeout_s"], limits.get("progress_until_s") or 0.0)
+    cpu = limits.get("cpu_s") or int(wall_s * (os.cpu_count() or 1)) + 10
     size = min(int(limits["file_size_mb"]), int(limits["disk_mb"])) * 1024 * 1024
     settings = [
         (resource.RLIMIT_CPU, int(cpu)),

@@ -5,7 +5,12 @@ floor while a hang still ends there."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from nkibench.backends.nkisim.backend import NkisimBackend
@@ -138,3 +143,23 @@ def test_a_candidate_gets_the_baseline_derived_limit(tmp_path: Path) -> None:
     assert kind == "timeout"
     assert "ran past the 3 s limit and was killed" in message
     assert 3.0 < elapsed < 3.0 + START_UP_S
+
+
+def test_the_cpu_limit_lets_a_child_run_to_its_progress_ceiling() -> None:
+    """The CPU-time limit follows the longest the child may run: a child past its floor while
+    it beats was killed by RLIMIT_CPU (status 137) at the floor's CPU seconds."""
+    limits = asdict(Limits(timeout_s=2.0, progress_until_s=60.0))
+    code = (
+        "import json, resource, sys\n"
+        "from nkibench.sandbox.process import apply_limits\n"
+        "apply_limits(json.loads(sys.argv[1]))\n"
+        "print(resource.getrlimit(resource.RLIMIT_CPU)[0])\n"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(limits)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert int(shown.stdout) >= 60 * (os.cpu_count() or 1)
