@@ -227,7 +227,10 @@ class SearchLauncher:
             except Exception as e:
                 with self._lock:
                     self._failures[revision.task] = time.monotonic()
-                log.exception("search failed; it is retried", in_s=self.options.cooldown_s)
+                # the exception itself, not True: a captured log (the tests') keeps its traceback
+                log.exception(
+                    "search failed; it is retried", in_s=self.options.cooldown_s, exc_info=e
+                )
                 self.health.report(e, f"the search of {revision.task}")
             finally:
                 self.wake.set()

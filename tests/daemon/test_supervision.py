@@ -13,6 +13,8 @@ from __future__ import annotations
 import signal
 import threading
 import time
+import traceback
+from collections.abc import MutableMapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -220,12 +222,21 @@ def test_the_clock_and_the_main_loop_share_the_projections_without_a_race(home: 
         finally:
             code = running.stop()
     assert code == 0
-    assert not [e for e in logs if e.get("log_level") in ("error", "critical")]
+    errors = [e for e in logs if e.get("log_level") in ("error", "critical")]
+    assert not errors, "\n".join(map(with_traceback, errors))
     assert snapshots
     assert max(snapshots.values()) <= 2
     pruned = [e for e in logs if e.get("event") == "pruned"]
     assert sum(e["snapshots"] for e in pruned) > 0
     assert sum(e["finished_jobs"] for e in pruned) == done
+
+
+def with_traceback(entry: MutableMapping[str, Any]) -> str:
+    """A captured log entry, with the traceback of the exception it carries."""
+    error = entry.get("exc_info")
+    if isinstance(error, BaseException):
+        return f"{entry}\n{''.join(traceback.format_exception(error))}"
+    return str(entry)
 
 
 def job_states(url: str) -> list[str]:
