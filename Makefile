@@ -38,11 +38,13 @@ fmt: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 # Everything, as CI runs it: the end-to-end tests (slow) and PostgreSQL's included. Four
-# workers (pytest-xdist) on two cores, each taking whole files: the slow tests mostly wait on
-# daemons, children and locks (the whole suite keeps the CPU about 30% busy with four), and a
-# file's tests share its fixtures. Measured here (2 cores, 1,817 tests, 2026-11-28): 924 s
-# with four workers before the longest files were split, 947 s after: over the 15 minutes
-# that CI allows, the next thing to cut.
+# workers (pytest-xdist) on two cores, each taking whole files (a file's tests share its
+# fixtures). Measured here (2 cores, 1,819 tests, 2026-11-28): pytest took 1,172 s with four
+# workers, 1,275 s with six, the CPU busy all along (vmstat: no idle time); 924-947 s the day
+# before.
+# Over the 15 minutes it should stay under: the tests' CPU time is the limit, not waiting, and
+# most of it goes to sandboxed children that each import torch and Triton (about 2.4 s of CPU
+# apiece) in the Triton tests. The warm per-device process of issue 26 is what cuts that.
 # It prints the slowest tests.
 PYTEST_WORKERS ?= -n 4 --dist loadfile
 test: lint
