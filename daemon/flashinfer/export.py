@@ -44,6 +44,7 @@ from pydantic import ValidationError
 from daemon.flashinfer.dataset import problem
 from daemon.flashinfer.importer import DEFINITION_FILE, WORKLOADS_FILE
 from daemon.flashinfer.package import FlashInferError
+from nkibench import python_ast
 
 __all__ = ["Measurement", "export_flashinfer"]
 
@@ -143,7 +144,7 @@ def _full_shapes(definition: Any, constants: dict[str, int | float]) -> Any:
 def _by_keyword(source: str, function: str, names: list[str]) -> bool:
     """Whether accelopt calls the kernel's function by keyword (nkibench.sandbox.values: its
     signature binds the inputs' names), read from the source."""
-    for node in ast.parse(source).body:
+    for node in python_ast.parse(source).body:
         if isinstance(node, ast.FunctionDef) and node.name == function:
             args = node.args
             if args.kwarg is not None:
@@ -167,7 +168,7 @@ def adapted_source(source: str, function: str, definition: Any) -> tuple[str, st
     kernel may take its inputs by name and return a dict."""
     names = list(definition.inputs)
     outputs = list(definition.outputs)
-    tree = ast.parse(source)
+    tree = python_ast.parse(source)
     bound = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
     entry = ENTRY
     while entry in bound or entry in names:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from daemon.flashinfer.shapes import Unconvertible
+from nkibench import python_ast
 
 __all__ = ["Kernel", "kernel_source"]
 
@@ -147,7 +148,7 @@ def _returns_a_value(function: ast.FunctionDef) -> bool:
 def kernel_source(definition: Any, solution: Any) -> Kernel:
     source, symbol, left_out = _entry(solution)
     header = f"# FlashInfer-Bench solution {solution.name} by {solution.author} (provenance.json)\n"
-    tree = ast.parse(source)
+    tree = python_ast.parse(source)
     convention = _destination_passing(definition, solution, tree, symbol)
     if convention.startswith("value-returning"):
         return Kernel(header + source, symbol, left_out, convention)

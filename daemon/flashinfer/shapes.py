@@ -7,6 +7,7 @@ import ast
 import keyword
 from typing import Any
 
+from nkibench import python_ast
 from nkibench.policy.tolerance import OUTPUT_DTYPES
 from nkibench.task.files import VALUE_NAME
 from nkibench.task.safe_eval import module_bindings
@@ -45,7 +46,7 @@ def _dtype(spec: Any) -> str:
 def check_names(definition: Any) -> None:
     """Axes become module constants and inputs parameters: each must be a name the generated
     module can bind without hiding the definition's code or its own."""
-    tree = ast.parse(definition.reference)
+    tree = python_ast.parse(definition.reference)
     bound = {name for statement in tree.body for name in module_bindings(statement)}
     bound |= {
         s.name

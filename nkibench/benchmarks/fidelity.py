@@ -15,7 +15,6 @@ nkibench.cost.tables) are summarised apart from the others, which are prediction
 
 from __future__ import annotations
 
-import ast
 import math
 import statistics
 import tempfile
@@ -23,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from nkibench import python_ast
 from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.benchmarks.accelopt_measured import ACCELOPT_TRN1, SAMPLES, MeasuredProfile
 from nkibench.benchmarks.nki import rank_correlation
@@ -175,7 +175,7 @@ def _sample_rows(
             continue
         # AccelOpt's samples are bodies that its profiling scripts prefix with the imports
         source = with_imports_of(path.read_text(encoding="utf-8"), task.kernel_source)
-        dialect = detect_dialect(ast.parse(source, str(path)), str(path)) or task.dialect
+        dialect = detect_dialect(python_ast.parse(source, str(path)), str(path)) or task.dialect
         variant = task.with_kernel(source, dialect)
         result = _profile(variant, shapes, target)
         estimated = result.latency_ms if result.correct else None

@@ -7,13 +7,13 @@ module with a facade (`inspect`) is imported as its facade, and the bodies of to
 
 from __future__ import annotations
 
-import ast
 import builtins
 import sys
 import traceback
 import types
 from typing import Any
 
+from nkibench import python_ast
 from nkibench.dialects import get_dialect
 from nkibench.errors import KernelError
 from nkibench.sandbox.attributes import SETATTR_NAME, checked_setattr, guard_attribute_writes
@@ -66,7 +66,7 @@ def load_kernel(source: str, filename: str, function: str, dialect: str) -> Any:
     module_name = f"{dialect}_kernel"
     builtins_of_kernel = _safe_builtins(dialect, filename)
     base = get_dialect(dialect).object_base
-    tree = without_main_blocks(ast.parse(source, filename))
+    tree = without_main_blocks(python_ast.parse(source, filename))
     if base is not None:  # attribute writes go through the check of nkibench.sandbox.attributes
         tree = guard_attribute_writes(tree)
         builtins_of_kernel[SETATTR_NAME] = checked_setattr(module_name, base)

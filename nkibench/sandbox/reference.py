@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from nkibench import python_ast
 from nkibench.dtypes import as_dtype
 from nkibench.errors import TaskError
 from nkibench.policy.flop_count import compulsory_bytes, count_forward
@@ -64,7 +65,7 @@ def _override(tree: ast.Module, overrides: dict[str, Any], path: Path) -> None:
 
 def load_reference(path: Path, overrides: dict[str, Any]) -> ModuleType:
     source = path.read_text(encoding="utf-8")
-    tree = ast.parse(source, filename=str(path))
+    tree = python_ast.parse(source, filename=str(path))
     _override(tree, overrides, path)
     module = ModuleType("reference")
     module.__file__ = str(path)

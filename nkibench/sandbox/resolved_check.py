@@ -14,6 +14,7 @@ import ast
 import importlib
 import types
 
+from nkibench import python_ast
 from nkibench.errors import KernelError
 from nkibench.sandbox.main_block import without_main_blocks
 from nkibench.sandbox.named_reads import pattern_chains
@@ -109,7 +110,7 @@ def check_resolved(source: str, dialect: str) -> list[Violation]:
     functions stay refused wherever numpy is reached from (`nl.np.load`). It imports the
     kernel's modules, so it runs in the kernel's child, after nkisim's shadow modules are
     installed and before the kernel's own code runs."""
-    tree = _by_name_reads(without_main_blocks(ast.parse(source)))
+    tree = _by_name_reads(without_main_blocks(python_ast.parse(source)))
     bindings = import_bindings(tree)
     resolver = _Resolver(dialect)
     roots: dict[str, tuple[object, str]] = {}

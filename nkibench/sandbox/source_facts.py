@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from nkibench import python_ast
 from nkibench.dialects import detect_dialect
 from nkibench.errors import TaskError
 from nkibench.sandbox.static_check import check_source
@@ -40,7 +41,7 @@ def _constants(request: dict[str, Any]) -> dict[str, Any]:
     another constant, bytes say, equals none of them)."""
     wanted = set(request["names"])
     found: dict[str, Any] = {}
-    for node in ast.parse(request["source"]).body:
+    for node in python_ast.parse(request["source"]).body:
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
@@ -60,7 +61,7 @@ def _constants(request: dict[str, Any]) -> dict[str, Any]:
 
 def _dialect(request: dict[str, Any]) -> dict[str, Any]:
     try:
-        return {"dialect": detect_dialect(ast.parse(request["source"]), request["where"])}
+        return {"dialect": detect_dialect(python_ast.parse(request["source"]), request["where"])}
     except TaskError as e:  # two dialects in one kernel: the caller's TaskError again
         return {"dialect_error": e.message}
 

@@ -128,6 +128,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from nkibench import python_ast
 from nkibench.dialects import IMPORT_ROOTS, HostComputeGuard, get_dialect
 from nkibench.errors import ErrorKind
 from nkibench.sandbox.attributes import guarded_targets
@@ -698,7 +699,7 @@ def check_source(
     error is reported as a violation too, so callers get one list to show.
     """
     try:
-        tree = without_main_blocks(ast.parse(source, filename=filename))
+        tree = without_main_blocks(python_ast.parse(source, filename=filename))
     except SyntaxError as e:
         return [Violation(e.lineno or 0, f"SyntaxError: {e.msg}")]
     record = get_dialect(dialect)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 
+from nkibench import python_ast
+
 __all__ = ["operators", "similarity"]
 
 BINARY = {
@@ -50,7 +52,7 @@ def _forward(tree: ast.Module) -> ast.FunctionDef | None:
 def operators(reference_source: str) -> list[str]:
     """Sorted operator names used by `forward` (empty if there is none)."""
     try:
-        tree = ast.parse(reference_source)
+        tree = python_ast.parse(reference_source)
     except SyntaxError:
         return []
     forward = _forward(tree)

@@ -15,6 +15,8 @@ import math
 import operator
 from collections.abc import Callable, Mapping
 
+from nkibench import python_ast
+
 __all__ = [
     "FUNCTIONS",
     "MAX_BITS",
@@ -143,7 +145,7 @@ def _value(node: ast.AST, names: Mapping[str, Number]) -> Number:
 
 def _parse(expression: str) -> ast.Expression:
     try:
-        return ast.parse(expression.strip(), mode="eval")
+        return python_ast.parse(expression.strip(), mode="eval")
     except SyntaxError as e:
         raise UnsafeExpression(f"not an expression: {e.msg}") from None
     except (MemoryError, RecursionError):

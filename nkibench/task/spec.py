@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nkibench import python_ast
 from nkibench.backends import DEFAULT_BACKEND, backend_info, dialect_of_backend
 from nkibench.dialects import NKI_LEGACY, detect_dialect, get_dialect
 from nkibench.errors import TaskError
@@ -188,7 +189,7 @@ class TaskSpec:
         overrides = self.overrides(shapes)
         if not overrides:
             return dict(self.constants)
-        return module_constants(ast.parse(self.reference_source), overrides)
+        return module_constants(python_ast.parse(self.reference_source), overrides)
 
     def _limit_key(self, shapes: str) -> str:
         """Whose time limit a shape set has: a workload without one of its own has full's
@@ -272,7 +273,7 @@ def parse_source(path: Path, raw: bytes) -> tuple[str, ast.Module]:
             f"{path}: not UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})"
         ) from None
     try:
-        return text, ast.parse(text, filename=str(path))
+        return text, python_ast.parse(text, filename=str(path))
     except SyntaxError as e:
         raise TaskError(f"{path} line {e.lineno}: SyntaxError: {e.msg}") from None
 

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from nkibench import python_ast
 from nkibench.backends.neuron.profiler import (
     PROFILER_TIMEOUT_S,
     ProfilerFailed,
@@ -73,7 +74,7 @@ class NrtpyFailed(Exception):
 def parameter_names(source: str, function: str) -> list[str]:
     """The kernel function's positional parameters, in order (NKI names the NEFF's inputs
     after them)."""
-    for node in ast.parse(source).body:
+    for node in python_ast.parse(source).body:
         if isinstance(node, ast.FunctionDef) and node.name == function:
             return [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
     return []
