@@ -34,7 +34,7 @@ SKIPPED = ("nkibench/suites/",)
 read: one of them is a room of procrastinate's.)"""
 
 NKIBENCH_LAYERS: tuple[tuple[str, ...], ...] = (
-    ("nkibench", "nkibench.errors", "nkibench.result", "nkibench.dtypes"),
+    ("nkibench", "nkibench.errors", "nkibench.result", "nkibench.dtypes", "nkibench.python_ast"),
     ("nkibench.targets", "nkibench.dialects", "nkibench.policy", "nkibench.backends"),
     ("nkibench.task",),
     ("nkibench.nkisim",),
