@@ -96,8 +96,7 @@ def run_phase(
     folders (its own and `writes`) hold more than the limits' disk quota, even with a result.
     Its own folder is released when it ends: no later child reads it."""
     for folder in (*writes, *reads):
-        if not folders.owns(folder):
-            raise ValueError(f"{folder}: not a folder of this session (a child may have made it)")
+        folders.require(folder)
     own = folders.fresh(name)
     quota = folders.quota([own, *writes], limits.disk_mb, isolation)
     breakdown = recorder()

@@ -67,17 +67,18 @@ class SessionFolders:
         """The disk quota of `folders` (made here) together, measured in a sandbox of its own
         (nkibench.sandbox.disk): the parent opens nothing inside them."""
         for folder in folders:
-            self._require(folder)
+            self.require(folder)
         return DiskQuota(tuple(folders), isolation, limit_mb)
 
     def release(self, folder: Path) -> None:
         """Remove `folder`, made here, with what children left in it: nothing reads it any more,
         and its disk goes back to the job before the next child's rather than at the job's end."""
-        self._require(folder)
+        self.require(folder)
         self._made.discard(folder)
         shutil.rmtree(folder, ignore_errors=True)
 
-    def _require(self, folder: Path) -> None:
+    def require(self, folder: Path) -> None:
+        """Raises ValueError unless `folder` is one of the folders made here."""
         if not self.owns(folder):
             raise ValueError(f"{folder}: not a folder of this session (a child may have made it)")
 

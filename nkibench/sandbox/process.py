@@ -5,13 +5,13 @@ environment built from nothing (no API keys, no database URL: nothing of the par
 environment but what is listed here), a fresh working directory, resource limits it applies to
 itself before reading its request (address space, CPU seconds, file size, open files, no core
 dumps), tmpfs of bounded size (nkibench.sandbox.resources: they and the address space share the
-job's memory), a disk quota on the folders it writes, measured while it runs (nkibench.sandbox.disk,
-in a sandbox of its own), a lifeline to the parent (nkibench.sandbox.lifeline: it ends itself
-when the parent dies, however it dies), and its own process group, which is killed as a whole
-when the wall-clock timeout passes, when its folders go over their quota, or when its
-stdout and stderr grow past their limit (only their tails are ever read, and the file-size
-limit, sized for the phases' data files, would let a loop of prints fill gigabytes of the
-daemon's disk first).
+job's memory), a disk quota on the folders it writes, measured while it runs
+(nkibench.sandbox.disk, in a sandbox of its own), a lifeline to the parent
+(nkibench.sandbox.lifeline: it ends itself when the parent dies, however it dies), and its
+own process group, which is killed as a whole when the wall-clock timeout passes, when its
+folders go over their quota, or when its stdout and stderr grow past their limit (only their
+tails are ever read, and the file-size limit, sized for the phases' data files, would let a
+loop of prints fill gigabytes of the daemon's disk first).
 """
 
 from __future__ import annotations
