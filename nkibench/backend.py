@@ -21,6 +21,7 @@ from nkibench.policy.roofline import Peaks
 from nkibench.result import KernelResult
 from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import Limits
+from nkibench.sandbox.warm import WarmPool
 from nkibench.task.spec import TaskSpec
 
 __all__ = [
@@ -161,6 +162,9 @@ class Backend(Protocol):
     the kernel) counts the elements never written."""
     isolation: Isolation
     """The OS sandbox its children run in."""
+    warm: WarmPool | None
+    """Warm processes that fork its own phases' children (nkibench.sandbox.warm); None: every
+    child starts cold."""
 
     def mounts(self) -> Mounts:
         """What the backend's own children need to see beyond the sandbox's view (device nodes,

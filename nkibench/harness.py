@@ -53,6 +53,7 @@ from nkibench.sandbox.process import (
 from nkibench.sandbox.resources import HOST_MEMORY_FRACTION, host_memory_mb, memory_cap_mb
 from nkibench.sandbox.results import MalformedResult
 from nkibench.sandbox.static_check import violation_kind
+from nkibench.sandbox.warm import WarmPool
 from nkibench.task.counts import COUNTS_FUNCTION, mean_counts
 from nkibench.task.files import KERNEL_FILE, REFERENCE_FILE, TASK_FILES
 from nkibench.task.spec import TaskSpec, defined_function
@@ -88,6 +89,7 @@ def run_phase(
     mounts: Mounts = NO_MOUNTS,
     environment: dict[str, str] | None = None,
     cancel: threading.Event | None = None,
+    warm: WarmPool | None = None,
 ) -> dict[str, Any]:
     """Run one phase in a sandboxed child that sees a fresh folder of its own, writes `writes`
     and reads `reads` (folders made by `folders`, never a path a child made), and return its
@@ -116,6 +118,7 @@ def run_phase(
             environment=environment,
             cancel=cancel,
             quota=quota,
+            warm=warm,
         )
     finally:  # its result came over a descriptor: nothing in its folder is read
         folders.release(own)
@@ -353,6 +356,7 @@ class Session:
             mounts=self.backend.mounts() if backend_side else NO_MOUNTS,
             environment=self.backend.environment() if backend_side else None,
             cancel=self.cancel,
+            warm=self.backend.warm if backend_side else None,
         )
 
     def run_reference(self, seeds: Sequence[int], *, count_work: bool = False) -> Inputs:
@@ -715,7 +719,12 @@ def _evaluate(
         if violations:
             message = "; ".join(v.render(KERNEL_FILE) for v in violations[:5])
             raise PhaseFailure(violation_kind(violations), message, violations[0].line)
-        with SessionFolders(workdir, backend.isolation.child_uid) as folders:
+        warm = backend.warm
+        # under the warm processes' root, where they can see the folders (else: cold children)
+        parent = workdir or (warm.root if warm is not None else None)
+        with SessionFolders(
+            parent, backend.isolation.child_uid, passable=warm is not None
+        ) as folders:
             session = Session(
                 task,
                 source,

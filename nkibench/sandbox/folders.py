@@ -35,8 +35,19 @@ child's user, can enter it); nobody else."""
 class SessionFolders:
     """A private root and the fresh folders made in it, one per use."""
 
-    def __init__(self, parent: Path | None, owner: int | None, prefix: str = "nkibench-") -> None:
+    def __init__(
+        self,
+        parent: Path | None,
+        owner: int | None,
+        prefix: str = "nkibench-",
+        *,
+        passable: bool = False,
+    ) -> None:
         self.root = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+        if passable and owner is not None:
+            # a warm process, as the children's user, reaches the folders through the root
+            # (nkibench.sandbox.warm); it may pass through, never list it
+            self.root.chmod(0o711)
         self.owner = owner
         """The uid children run as where it is not the parent's (a root daemon's: nobody)."""
         self._fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)

@@ -149,6 +149,20 @@ class Isolation:
         (nkibench.sandbox.folders)."""
         return self.run_as[0] if self.kind == "bubblewrap" and self.run_as else None
 
+    def visible(self, mounts: Mounts) -> list[str]:
+        """What every child reads (the command's read-only binds, without a child's own
+        folders), as the real paths a confinement inside the sandbox names
+        (nkibench.sandbox.zygote: a warm child sees what a cold one does, no more)."""
+        paths = [
+            *SYSTEM_DIRECTORIES,
+            *SYSTEM_FILES,
+            "/proc",
+            *(["/sys"] if mounts.system else []),
+            *_python_paths(),
+            *mounts.read_only,
+        ]
+        return sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})
+
     def command(
         self,
         argv: Sequence[str],

@@ -29,13 +29,15 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, Protocol
 
 from nkibench.sandbox.disk import DiskQuota
+from nkibench.sandbox.environment import child_environment
 from nkibench.sandbox.isolation import Isolation, Mounts, Tmpfs
 from nkibench.sandbox.lifeline import LIFELINE_VARIABLE
 from nkibench.sandbox.progress import PROGRESS_FD_VARIABLE, Deadline, ProgressWatch
 from nkibench.sandbox.resources import split_memory
+from nkibench.sandbox.warm import WarmChild, WarmPool, Zygote, ZygoteFailed
 
 __all__ = [
     "KERNEL_FLOOR_S",
@@ -45,7 +47,6 @@ __all__ = [
     "ChildOutcome",
     "Limits",
     "apply_limits",
-    "child_environment",
     "run_child",
 ]
 
@@ -113,6 +114,8 @@ class ChildOutcome:
     result: bytes | None = b""
     """What the child wrote on its result channel (empty: nothing; None: more than
     RESULT_LIMIT bytes)."""
+    warm: bool = False
+    """Forked by a warm process (nkibench.sandbox.warm), not started by its own sandbox."""
 
     @property
     def signal(self) -> int | None:
@@ -121,33 +124,6 @@ class ChildOutcome:
     def describe_signal(self) -> str:
         number = self.signal
         return signal.Signals(number).name if number else ""
-
-
-def child_environment(
-    workdir: Path, threads: int, extra: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """The whole environment of a child: built from nothing, never copied from the parent.
-    `extra` is what a backend needs (the Neuron tools' PATH, the NeuronCore to use); the
-    caller vouches that it holds no secret."""
-    thread_count = str(max(1, threads))
-    return {
-        "PATH": os.defpath,
-        "HOME": str(workdir),
-        "TMPDIR": str(workdir),
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        # who the child is, for getpass and the like: the sandbox's user has no entry in the
-        # passwd file of every image (the GPU machine's lacks nobody)
-        "USER": "accelopt-sandbox",
-        "LOGNAME": "accelopt-sandbox",
-        "PYTHONHASHSEED": "0",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
-        "OMP_NUM_THREADS": thread_count,
-        "OPENBLAS_NUM_THREADS": thread_count,
-        "MKL_NUM_THREADS": thread_count,
-        **(extra or {}),
-    }
 
 
 def apply_limits(limits: dict[str, Any]) -> None:
@@ -182,8 +158,138 @@ TERMINATE_GRACE_S = 3.0
 Ending = Literal["exited", "timed out", "cancelled", "flooded", "over quota"]
 
 
+class Started(Protocol):
+    """A started child: a cold one (ColdChild) or one a warm process forked
+    (nkibench.sandbox.warm.WarmChild)."""
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def signal_group(self, number: int) -> None: ...
+
+
+@dataclass
+class ColdChild:
+    """A child started by its own bubblewrap: its process group is its sandbox's."""
+
+    process: subprocess.Popen[bytes]
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.process.wait(timeout)
+
+    def signal_group(self, number: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, number)
+
+
+def _cold_start(
+    argv: list[str],
+    payload: bytes,
+    *,
+    stdout: IO[bytes],
+    stderr: IO[bytes],
+    workdir: Path,
+    environment: dict[str, str],
+    lifeline: int,
+    channel: IO[bytes],
+    beats: int,
+) -> ColdChild:
+    process = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=stdout,
+        stderr=stderr,
+        cwd=workdir,
+        env=environment,
+        close_fds=True,
+        pass_fds=(lifeline, channel.fileno(), *([beats] if beats >= 0 else [])),
+        process_group=0,
+    )
+    _feed(process.stdin, payload)
+    return ColdChild(process)
+
+
+def _warm_start(
+    held: contextlib.ExitStack,
+    warm: WarmPool,
+    module: str,
+    payload: bytes,
+    *,
+    workdir: Path,
+    writable: Sequence[Path],
+    read_only: Sequence[Path],
+    environment: dict[str, str],
+    fds: dict[str, int],
+) -> WarmChild | None:
+    """A child forked by one of `warm`'s zygotes (held by `held` while the child lives), given
+    the descriptors a cold child inherits, each at the number its environment names; None
+    where the pool cannot serve it (the child then starts cold: the pool's failure is never
+    the kernel's, and the pool says why in the log)."""
+    try:
+        return _forked(
+            held.enter_context(warm.zygote()),
+            warm,
+            module,
+            payload,
+            workdir=workdir,
+            writable=writable,
+            read_only=read_only,
+            environment=environment,
+            fds=fds,
+        )
+    except ZygoteFailed as e:
+        warm.failed(e)
+        return None
+
+
+def _forked(
+    zygote: Zygote,
+    warm: WarmPool,
+    module: str,
+    payload: bytes,
+    *,
+    workdir: Path,
+    writable: Sequence[Path],
+    read_only: Sequence[Path],
+    environment: dict[str, str],
+    fds: dict[str, int],
+) -> WarmChild:
+    variables = {"result": RESULT_FD_VARIABLE, "lifeline": LIFELINE_VARIABLE}
+    if "progress" in fds:
+        variables["progress"] = PROGRESS_FD_VARIABLE
+    reader, writer = os.pipe()
+    try:
+        spec = warm.spec(
+            workdir=workdir,
+            writable=writable,
+            read_only=read_only,
+            environment={k: v for k, v in environment.items() if k not in variables.values()},
+            variables=variables,
+        )
+        child = zygote.spawn({**spec, "module": module}, {"stdin": reader, **fds})
+    finally:
+        os.close(reader)
+    _feed(os.fdopen(writer, "wb"), payload)
+    return child
+
+
+def _feed(stdin: IO[bytes] | None, payload: bytes) -> None:
+    assert stdin is not None
+    try:
+        stdin.write(payload)
+        stdin.close()
+    except BrokenPipeError:
+        pass  # the child died at start; its outcome says why
+
+
 def _wait(
-    process: subprocess.Popen[bytes],
+    process: Started,
     deadline: Deadline,
     cancel: threading.Event | None,
     streams: Sequence[int],
@@ -207,8 +313,7 @@ def _wait(
             if quota is not None and quota.exceeded():
                 return "over quota"
             if cancel is not None and cancel.is_set():
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGTERM)
+                process.signal_group(signal.SIGTERM)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     process.wait(timeout=TERMINATE_GRACE_S)
                 return "cancelled"
@@ -244,8 +349,11 @@ def run_child(
     environment: Mapping[str, str] | None = None,
     cancel: threading.Event | None = None,
     quota: DiskQuota | None = None,
+    warm: WarmPool | None = None,
 ) -> ChildOutcome:
     """Run `python -m module` in the sandbox with `request` on stdin; wait at most the timeout.
+    With `warm` (nkibench.sandbox.warm), a warm process forks the child instead, where the
+    child's folders lie under its root (its module then runs in the zygote's child).
 
     The child may write to `workdir` and `writable`, read `read_only` (the task's folder) and
     the Python it runs on, and nothing else. On timeout the child's whole process group gets
@@ -260,16 +368,7 @@ def run_child(
     """
     writable = [workdir, *writable]
     payload = json.dumps({**request, "limits": asdict(limits)}).encode()
-    # -s: no user site-packages; -P: the working directory is not on the import path.
-    # The environment is ours (child_environment), so PYTHONPATH is trusted.
-    argv = isolation.command(
-        [sys.executable, "-s", "-P", "-m", module],
-        workdir=workdir,
-        writable=writable,
-        read_only=read_only,
-        mounts=mounts or Mounts(),
-        tmpfs=Tmpfs.of(split_memory(limits.memory_mb)),
-    )
+    warm_here = warm is not None and isolation.contained and warm.covers([*writable, *read_only])
     lifeline, held = os.pipe()  # the child reads; only this process ever holds `held`
     # the child writes its beats; only the child holds `beats` once it has started
     watched, beats = os.pipe() if limits.progress_until_s is not None else (-1, -1)
@@ -287,35 +386,61 @@ def run_child(
             tempfile.TemporaryFile() as stdout,
             tempfile.TemporaryFile() as stderr,
             tempfile.TemporaryFile() as channel,
+            contextlib.ExitStack() as held_zygote,
         ):
-            process = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=stdout,
-                stderr=stderr,
-                cwd=workdir,
-                env={
-                    **child_environment(workdir, limits.threads, environment),
-                    LIFELINE_VARIABLE: str(lifeline),
-                    RESULT_FD_VARIABLE: str(channel.fileno()),
-                    **progress,
-                },
-                close_fds=True,
-                pass_fds=(lifeline, channel.fileno(), *([beats] if beats >= 0 else [])),
-                process_group=0,
-            )
+            environment = {
+                **child_environment(workdir, limits.threads, environment),
+                LIFELINE_VARIABLE: str(lifeline),
+                RESULT_FD_VARIABLE: str(channel.fileno()),
+                **progress,
+            }
+            process: Started | None = None
+            if warm is not None and warm_here:
+                process = _warm_start(
+                    held_zygote,
+                    warm,
+                    module,
+                    payload,
+                    workdir=workdir,
+                    writable=writable,
+                    read_only=read_only,
+                    environment=environment,
+                    fds={
+                        "stdout": stdout.fileno(),
+                        "stderr": stderr.fileno(),
+                        "result": channel.fileno(),
+                        "lifeline": lifeline,
+                        **({"progress": beats} if beats >= 0 else {}),
+                    },
+                )
+            if process is None:
+                # -s: no user site-packages; -P: the working directory is not on the import
+                # path. The environment is ours (child_environment), so PYTHONPATH is trusted.
+                argv = isolation.command(
+                    [sys.executable, "-s", "-P", "-m", module],
+                    workdir=workdir,
+                    writable=writable,
+                    read_only=read_only,
+                    mounts=mounts or Mounts(),
+                    tmpfs=Tmpfs.of(split_memory(limits.memory_mb)),
+                )
+                process = _cold_start(
+                    argv,
+                    payload,
+                    stdout=stdout,
+                    stderr=stderr,
+                    workdir=workdir,
+                    environment=environment,
+                    lifeline=lifeline,
+                    channel=channel,
+                    beats=beats,
+                )
             for fd in (lifeline, beats):
                 if fd >= 0:
                     os.close(fd)
             lifeline = beats = -1
             ending: Ending = "exited"
             try:
-                assert process.stdin is not None
-                try:
-                    process.stdin.write(payload)
-                    process.stdin.close()
-                except BrokenPipeError:
-                    pass  # the child died at start; its outcome says why
                 ending = _wait(
                     process,
                     deadline,
@@ -326,8 +451,7 @@ def run_child(
                 )
             finally:
                 # The group goes in every case: a kernel's stray children die with it.
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
+                process.signal_group(signal.SIGKILL)
                 process.wait()
             if ending == "cancelled":
                 raise Cancelled(f"{module} was stopped: the process is shutting down")
@@ -343,6 +467,7 @@ def run_child(
                 over_quota=quota.describe() if over and quota is not None else "",
                 output_bytes=max(os.fstat(f.fileno()).st_size for f in (stdout, stderr)),
                 result=_result(channel),
+                warm=isinstance(process, WarmChild),
             )
     finally:
         for fd in (lifeline, held, watched, beats):

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["REQUEST_KEY", "RESULT_KEY", "SPANS", "report", "span"]
+__all__ = ["REQUEST_KEY", "RESULT_KEY", "SPANS", "report", "restart", "span"]
 
 SPANS = (
     "imports",
@@ -29,7 +29,8 @@ REQUEST_KEY = "timings"
 """A request's flag that asks for the report, and the result's key that carries it."""
 RESULT_KEY = REQUEST_KEY
 
-_started = time.perf_counter()
+_started = [time.perf_counter()]
+"""When the child started (a list: restart() sets it again in a forked child)."""
 _spans: dict[str, float] = {}
 
 
@@ -45,4 +46,11 @@ def span(name: str) -> Iterator[None]:
 
 def report() -> dict[str, object]:
     """The spans so far, and the seconds since this module loaded (the child's start)."""
-    return {"spans": dict(_spans), "total_s": time.perf_counter() - _started}
+    return {"spans": dict(_spans), "total_s": time.perf_counter() - _started[0]}
+
+
+def restart() -> None:
+    """Start the account afresh: a child forked by a warm process (nkibench.sandbox.zygote)
+    starts at its fork, not when the zygote loaded this module."""
+    _started[0] = time.perf_counter()
+    _spans.clear()

@@ -54,6 +54,7 @@ from nkibench.policy.provenance import package_version
 from nkibench.policy.roofline import PEAKS, Peaks
 from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import Limits
+from nkibench.sandbox.warm import WarmPool
 from nkibench.task.spec import TaskSpec
 
 __all__ = ["ACCELOPT_COMPILE_OPTIONS", "CURRENT_COMPILE", "NeuronBackend"]
@@ -101,6 +102,7 @@ class NeuronBackend:
     fresh_inputs = False
     times_every_seed = False
     sentinel_outputs = False
+    warm: WarmPool | None = None  # its children need no warm process: no torch to import
 
     def __init__(
         self,

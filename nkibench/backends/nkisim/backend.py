@@ -27,6 +27,7 @@ from nkibench.policy.roofline import PEAKS, Peaks
 from nkibench.result import KernelResult
 from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import Limits
+from nkibench.sandbox.warm import WarmPool
 from nkibench.task.spec import TaskSpec
 
 __all__ = ["CHECK_PHASE", "KERNEL_PHASE", "NkisimBackend", "apply_estimate", "taken", "trace_check"]
@@ -86,6 +87,7 @@ class NkisimBackend:
     fresh_inputs = False
     times_every_seed = False
     sentinel_outputs = True
+    warm: WarmPool | None = None  # its children need no warm process: no torch to import
 
     def __init__(self, *, isolation: Isolation | None = None) -> None:
         self.isolation = isolation or Isolation.detect()

@@ -45,6 +45,7 @@ from nkibench.sandbox.folders import SessionFolders
 from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import Limits
 from nkibench.sandbox.results import autotuned_shape
+from nkibench.sandbox.warm import WarmPool
 from nkibench.task.spec import TaskSpec
 
 __all__ = ["DeviceCeilings", "NoTritonLaunch", "TritonBackend", "mixed_inputs", "probe_host"]
@@ -65,6 +66,13 @@ MIXED_REVERIFY_SPEEDUP = 1.0
 an H200 a result kept by an integer input (tests/data/adversarial/int_cache_after_checks.py)
 was less than 10x faster than its baseline (its host reads cost part of what it saved), so
 it went unchecked, and was reported correct."""
+PRELOAD = (
+    "nkibench.sandbox.child",
+    "nkibench.backends.triton.phases",
+    "nkibench.backends.triton.torch_guard:warm_up",
+)
+"""What a warm process loads once for all its children: torch and triton, and what the torch
+guard's first use imports (torch._dynamo, sympy: 4 s of each kernel child on an H100 host)."""
 CACHE_SLOWDOWN = 1.5
 """Fresh inputs may not be this much slower than rotated ones (plus a microsecond margin)."""
 
@@ -266,10 +274,16 @@ class TritonBackend:
         eager: bool = False,
         baselines: dict[tuple[str, str, str], float] | None = None,
         isolation: Isolation | None = None,
+        warm: WarmPool | bool = True,
     ) -> None:
         self.device = device
         self.isolation = isolation or Isolation.detect()
         self.host = host or probe_host(device, isolation=self.isolation)
+        if warm is True and WarmPool.possible(self.isolation) is None:
+            warm = WarmPool(self.isolation, gpu_mounts(), self.environment(), PRELOAD)
+        self.warm = warm if isinstance(warm, WarmPool) else None
+        """The device's warm processes (nkibench.sandbox.warm), shared by its replicas; None
+        where they cannot run here (no sandbox, no Landlock) or were not asked for."""
         self.baselines = {} if baselines is None else baselines
         """(task revision, shapes, GPU) → the task's own kernel's measured p50 in ms, shared
         by the replicas of one device."""
@@ -293,6 +307,7 @@ class TritonBackend:
             eager=self.with_eager,
             baselines=self.baselines,
             isolation=self.isolation,
+            warm=self.warm or False,
         )
 
     @property
@@ -510,6 +525,7 @@ class TritonBackend:
             "backend": self.name,
             "target": self.target,
             "latency_kind": "measured" if self.host.gpu else "none (interpreter)",
+            "children": self.warm.describe() if self.warm else "cold",
             **self.host.fingerprint,
             "accelopt": package_version("accelopt"),
         }

@@ -1,0 +1,212 @@
+"""Warm processes (nkibench.sandbox.warm, nkibench.sandbox.zygote): a zygote forks each phase's
+child; the child reaches what a cold child does and no more, and nothing it does reaches the
+next child."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nkibench.sandbox import landlock
+from nkibench.sandbox.folders import SessionFolders
+from nkibench.sandbox.isolation import Isolation, Mounts
+from nkibench.sandbox.process import ChildOutcome, Limits, run_child
+from nkibench.sandbox.warm import WarmPool
+from tests.nkibench.test_sandbox import SECRETS
+from tests.support.processes import MARK, wait_for_none
+
+CHILD = "nkibench.sandbox.child"
+
+
+@pytest.fixture
+def pool() -> Iterator[WarmPool]:
+    isolation = Isolation.detect()
+    reason = WarmPool.possible(isolation)
+    if reason is not None:
+        pytest.skip(f"no warm processes here: {reason}")
+    warm = WarmPool(isolation, Mounts(), {}, (CHILD, "tests.support.warm_probe"))
+    try:
+        yield warm
+    finally:
+        warm.close()
+
+
+def run(
+    pool: WarmPool,
+    folders: SessionFolders,
+    phase: str,
+    request: dict[str, Any] | None = None,
+    *,
+    timeout_s: float = 60.0,
+    reads: list[Path] | None = None,
+    marker: str | None = None,
+) -> tuple[dict[str, Any] | None, ChildOutcome]:
+    outcome = run_child(
+        CHILD,
+        {**(request or {}), "entry": f"tests.support.warm_probe:{phase}"},
+        workdir=folders.fresh("work"),
+        limits=Limits(timeout_s=timeout_s, memory_mb=None),
+        isolation=pool.isolation,
+        read_only=reads or [],
+        environment={MARK: marker} if marker else None,
+        warm=pool,
+    )
+    return (json.loads(outcome.result) if outcome.result else None), outcome
+
+
+def test_a_zygote_forks_each_child_and_serves_the_next(pool: WarmPool) -> None:
+    with pool.folders("session-") as folders:
+        first, one = run(pool, folders, "echo_phase")
+        second, two = run(pool, folders, "echo_phase")
+    assert one.warm, one.stderr_tail
+    assert two.warm, two.stderr_tail
+    assert first is not None
+    assert second is not None
+    assert first["zygote"] == second["zygote"], "the second child had a zygote of its own"
+    assert first["pid"] != second["pid"]
+    assert first["cwd"] != second["cwd"]
+    assert first["home"] == first["cwd"]
+    assert first["tmp"].startswith("refused")  # the zygote's, and the warm root's bind
+    assert first["shm"] == second["shm"] == "done: []"
+
+
+def test_a_warm_child_reaches_its_folders_and_nothing_else(
+    pool: WarmPool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    outside = tmp_path / "escaped.txt"
+    with pool.folders("session-") as folders, socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.settimeout(0.5)
+        sibling = folders.fresh("expected")
+        (sibling / "expected_0.npy").write_bytes(b"the answer")
+        inputs = folders.fresh("inputs")
+        (inputs / "input_0.npy").write_bytes(b"input")
+        request = {
+            "port": listener.getsockname()[1],
+            "sibling": str(sibling / "expected_0.npy"),
+            "root": str(folders.root),
+            "outside": str(outside),
+            "input": str(inputs / "input_0.npy"),
+        }
+        before, _ = run(pool, folders, "echo_phase")
+        found, outcome = run(pool, folders, "escape_phase", request, reads=[inputs])
+        with pytest.raises(TimeoutError):
+            listener.accept()  # nothing arrived
+        after, _ = run(pool, folders, "echo_phase")
+        assert (inputs / "input_0.npy").read_bytes() == b"input"  # clearing /dev/shm took none
+    assert outcome.warm, outcome.stderr_tail
+    assert found is not None, outcome.stderr_tail
+    assert not any(value in json.dumps(found["environments"]) for value in SECRETS.values())
+    for attempt in (
+        "zygote_environ",
+        "zygote_mem",
+        "zygote_cwd",
+        "read_sibling",
+        "list_root",
+        "write_outside",
+        "write_input",
+        "connect",
+    ):
+        assert found[attempt].startswith("refused"), (attempt, found[attempt])
+    assert found["read_input"] == "done: b'input'"
+    assert found["write_own"].startswith("done")
+    assert found["capabilities"] == "0000000000000000"
+    assert not outside.exists()
+    if landlock.abi_version() >= 6:
+        assert found["signal_zygote"].startswith("refused"), found["signal_zygote"]
+    # whatever it tried, the same zygote still serves (not stopped, not replaced), and what
+    # it left in the sandbox's /tmp and /dev/shm is gone
+    assert after is not None
+    assert after["zygote"] == found["zygote"]
+    assert found["write_shm"].startswith("done")
+    assert before is not None
+    assert found["write_tmp"].startswith("refused")
+    assert after["shm"] == before["shm"] == "done: []"
+
+
+def test_what_a_warm_child_leaves_running_is_gone_before_the_next_starts(
+    pool: WarmPool,
+) -> None:
+    marker = uuid.uuid4().hex
+    with pool.folders("session-") as folders:
+        left, one = run(pool, folders, "linger_phase", marker=marker)
+        assert wait_for_none(marker, 0.0) == [], "its processes outlived the child"
+        seen, two = run(pool, folders, "echo_phase")
+    assert one.warm
+    assert two.warm
+    assert left is not None
+    assert seen is not None
+    assert len(left["pids"]) >= 5, left["pids"]  # init, zygote, child and its two sleeps
+    # the next child sees bubblewrap's init, the zygote and itself: nothing of the first
+    assert seen["pids"] == sorted([1, seen["zygote"], seen["pid"]]), seen["pids"]
+
+
+def test_a_hung_warm_child_is_killed_at_its_limit_and_the_zygote_serves_on(
+    pool: WarmPool,
+) -> None:
+    marker = uuid.uuid4().hex
+    with pool.folders("session-") as folders:
+        run(pool, folders, "echo_phase")  # the zygote is up: the limit times the child alone
+        started = time.monotonic()
+        hung, outcome = run(pool, folders, "hang_phase", timeout_s=2.0, marker=marker)
+        elapsed = time.monotonic() - started
+        assert wait_for_none(marker, 1.0) == [], "a grandchild survived the kill"
+        after, again = run(pool, folders, "echo_phase")
+    assert hung is None
+    assert outcome.timed_out
+    assert outcome.warm
+    assert elapsed < 2.0 + 1.0
+    assert again.warm
+    assert after is not None
+
+
+def test_children_go_cold_where_a_zygote_cannot_start(tmp_path: Path) -> None:
+    isolation = Isolation.detect()
+    if WarmPool.possible(isolation) is not None:
+        pytest.skip("no warm processes here")
+    broken = WarmPool(isolation, Mounts(), {}, ("tests.support.no_such_module",))
+    try:
+        with broken.folders("session-") as folders:
+            outcome = run_child(
+                "tests.support.sandbox_probe",
+                {"probe": "env"},
+                workdir=folders.fresh("work"),
+                limits=Limits(timeout_s=60, memory_mb=None),
+                isolation=isolation,
+                warm=broken,
+            )
+    finally:
+        broken.close()
+    assert not outcome.warm
+    assert outcome.returncode == 0, outcome.stderr_tail
+    assert json.loads(outcome.result or b"{}")["cwd"].startswith(str(broken.root))
+    assert broken.disabled is not None
+    assert "no_such_module" in broken.disabled
+    assert broken.describe().startswith("cold")
+
+
+def test_triton_imported_by_the_zygote_compiles_into_the_childs_folder() -> None:
+    """Triton reads HOME once, at import (in the zygote): the child's environment names its
+    own folder for it, or every compile would write into the zygote's folder, and fail."""
+    isolation = Isolation.detect()
+    if WarmPool.possible(isolation) is not None:
+        pytest.skip("no warm processes here")
+    warm = WarmPool(isolation, Mounts(), {}, (CHILD, "triton", "tests.support.warm_probe"))
+    try:
+        with warm.folders("session-") as folders:
+            found, outcome = run(warm, folders, "triton_cache_phase")
+    finally:
+        warm.close()
+    assert outcome.warm, outcome.stderr_tail
+    assert found is not None
+    assert found["cache"].startswith(found["cwd"] + "/"), found
