@@ -39,12 +39,11 @@ fmt: $(STAMP)
 
 # Everything, as CI runs it: the end-to-end tests (slow) and PostgreSQL's included. Four
 # workers (pytest-xdist) on two cores, each taking whole files (a file's tests share its
-# fixtures). Measured here (2 cores, 1,819 tests, 2026-11-28): pytest took 1,172 s with four
-# workers, 1,275 s with six, the CPU busy all along (vmstat: no idle time); 924-947 s the day
-# before.
-# Over the 15 minutes it should stay under: the tests' CPU time is the limit, not waiting, and
-# most of it goes to sandboxed children that each import torch and Triton (about 2.4 s of CPU
-# apiece) in the Triton tests. The warm per-device process of issue 26 is what cuts that.
+# fixtures). Measured here (2 cores, 1,830 tests, 2026-11-28): pytest took 763 s (12:49 with
+# the lint), against 1,172 s the run before, when every Triton child imported torch and
+# Triton itself (about 2.4 s of CPU apiece); a warm process now imports them once per backend
+# and forks the children (nkibench/sandbox/warm.py). What is left at the end is end-to-end
+# tests that wait on purpose (2,000 folders, three hosts, ten kills, a one-minute soak).
 # It prints the slowest tests.
 PYTEST_WORKERS ?= -n 4 --dist loadfile
 test: lint

@@ -99,5 +99,8 @@ def open_for_command(
         require_device=require_device,
         memo=memo,
         isolation=isolation,
-        options={"nrtpy_python": str(settings.nrtpy_python or "")},
+        options={
+            "nrtpy_python": str(settings.nrtpy_python or ""),
+            "warm_children": "1" if settings.warm_children else "0",
+        },
     )

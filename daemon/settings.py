@@ -209,6 +209,10 @@ class Settings(BaseSettings):
     unsafe_sandbox: bool = False
     """Where bubblewrap cannot run, run kernels behind the Python-level checks alone (loudly)
     instead of refusing to run them."""
+    warm_children: bool = True
+    """The triton backend's children forked by a warm process that imported torch and triton
+    once (nkibench.sandbox.warm; needs Landlock), instead of each started by its own
+    bubblewrap; false: every child starts cold."""
     sandbox: Literal["bubblewrap", "none"] = "bubblewrap"
     """none: never bubblewrap, for a host where something else is the boundary (a container
     or VM per job); kernels then run behind the Python-level checks alone, said loudly."""

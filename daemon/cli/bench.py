@@ -32,7 +32,7 @@ from daemon.cli.options import (
 from daemon.cli.render import cell, emit_json, print_table
 from nkibench.backends.triton.backend import TritonBackend
 from nkibench.benchmarks import UnknownSuiteTask
-from nkibench.benchmarks.gpu import gpu_suite, run_gpu_benchmark
+from nkibench.benchmarks.gpu import gpu_suite, run_gpu_benchmark, run_gpu_stream
 from nkibench.benchmarks.nki import (
     NKIBENCH_TARGETS,
     NKISIM_TARGETS,
@@ -302,6 +302,15 @@ def bench_cost_model(as_json: bool) -> None:
     help="Also say where each task's wall time went, phase by phase, against its work floor "
     "(on a host without a GPU: under Triton's CPU interpreter, checked but not timed).",
 )
+@click.option(
+    "--stream",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Instead of the passes, evaluate N candidates one after another as a search does "
+    "(variants of the suite's kernels, each profiled afresh) and report candidates per hour "
+    "beside the work floor's rate.",
+)
 @json_option
 @database_option
 @click.pass_context
@@ -315,6 +324,7 @@ def bench_gpu(
     seeds: int,
     devices: str | None,
     breakdown: bool,
+    stream: int | None,
     as_json: bool,
 ) -> None:
     """The GPU suite's Triton baselines on this GPU (measured), against PyTorch eager and the
@@ -328,7 +338,7 @@ def bench_gpu(
         lambda: open_migrated_store(ctx),
         isolation=app_context(ctx).isolation(),
         settings=app_context(ctx).settings,
-        require_device=not breakdown,
+        require_device=not (breakdown or stream),
     )
     gpu = opened.first()
     assert isinstance(gpu, TritonBackend)
@@ -339,6 +349,16 @@ def bench_gpu(
         if save is not None:
             save.write_text(json.dumps(partial, indent=1))
 
+    if stream is not None:
+        streamed = run_gpu_stream(
+            gpu, stream, shapes=shapes, names=list(names) or None, seeds=seeds, progress=say
+        )
+        checkpoint(streamed)
+        if as_json:
+            emit_json(streamed)
+        else:
+            _stream_table(streamed)
+        return
     result = run_gpu_benchmark(
         gpu,
         shapes=shapes,
@@ -364,6 +384,35 @@ def bench_gpu(
     _latency_table(result, shapes, passes)
     if breakdown:
         print_breakdown(result, shapes)
+
+
+def _stream_table(result: dict[str, Any]) -> None:
+    """Per task of the stream: candidates, correct ones, median wall and floor; then the
+    rates."""
+    where = result["gpu"] or "no GPU (Triton's CPU interpreter: checked, not timed)"
+    table = Table(title=f"A stream of candidates, {result['shapes']} shapes, on {where}")
+    for column in ("task", "candidates", "correct", "median wall s", "median floor s"):
+        table.add_column(column, justify="left" if column == "task" else "right")
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for row in result["candidates"]:
+        rows.setdefault(row["task"], []).append(row)
+    for task, found in rows.items():
+        walls = sorted(r["wall_s"] for r in found)
+        floors = sorted(r["floor_s"] for r in found)
+        table.add_row(
+            task,
+            str(len(found)),
+            str(sum(1 for r in found if r["correct"])),
+            f"{walls[len(walls) // 2]:.2f}",
+            f"{floors[len(floors) // 2]:.3f}",
+        )
+    print_table(table)
+    per_hour, at_floor = result["per_hour"], result["per_hour_at_floor"]
+    click.echo(
+        f"{len(result['candidates'])} candidates in {result['seconds']:.1f} s: "
+        f"{cell(per_hour, '.0f')} per hour; at the work floor (kernel and reference time "
+        f"alone, {result['floor_s']:.1f} s) {cell(at_floor, '.0f')} per hour"
+    )
 
 
 def _latency_table(result: dict[str, Any], shapes: str, passes: int) -> None:

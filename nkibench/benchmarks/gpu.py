@@ -17,7 +17,7 @@ from nkibench.harness import fresh_seeds, profile_kernel
 from nkibench.suites import GPU_SUITE
 from nkibench.task.spec import TaskSpec, load_task
 
-__all__ = ["gpu_suite", "run_gpu_benchmark"]
+__all__ = ["gpu_suite", "run_gpu_benchmark", "run_gpu_stream"]
 
 
 def gpu_suite(names: list[str] | None = None) -> list[TaskSpec]:
@@ -105,4 +105,62 @@ def _summary(
         "passes": runs,
         "pass_spread": spread,
         "seconds": time.monotonic() - started,
+    }
+
+
+STREAM_MARK = "# accelopt bench gpu --stream: variant {number}"
+"""Appended to a suite kernel's source to make the stream's variant `number`: the same kernel
+as a different candidate (nothing is cached across candidates, so each costs what a new idea
+of a search costs: its children, its compile, its checks and timing)."""
+
+
+def run_gpu_stream(
+    backend: TritonBackend,
+    count: int,
+    *,
+    shapes: str = "full",
+    names: list[str] | None = None,
+    seeds: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Evaluate `count` candidates as a search does, one after another on one backend (its
+    warm processes and the baselines' times shared): variants of the suite's kernels, task by
+    task in turn, each profiled afresh. Returns each candidate's wall and work floor (kernel
+    and reference time, nkibench.breakdown) and the rates per hour both give."""
+    tasks = gpu_suite(names)
+    started = time.monotonic()
+    rows: list[dict[str, Any]] = []
+    for number in range(count):
+        task = tasks[number % len(tasks)]
+        source = f"{task.kernel_source.rstrip()}\n\n{STREAM_MARK.format(number=number)}\n"
+        began = time.monotonic()
+        with recording() as recorded:
+            result = profile_kernel(
+                task, backend=backend, kernel_source=source, shapes=shapes, seeds=fresh_seeds(seeds)
+            )
+        breakdown = recorded.to_json()
+        rows.append(
+            {
+                "task": task.name,
+                "correct": result.correct,
+                "error": f"{result.error_kind}: {result.message}" if result.error_kind else None,
+                "latency_ms": result.latency_ms,
+                "latency_kind": result.latency_kind,
+                "wall_s": time.monotonic() - began,
+                "floor_s": breakdown["floor_s"],
+            }
+        )
+        if progress:
+            progress(f"candidate {number + 1}/{count}: {task.name}: {rows[-1]['wall_s']:.1f} s")
+    seconds = time.monotonic() - started
+    floor = sum(row["floor_s"] for row in rows)
+    return {
+        "gpu": backend.host.gpu,
+        "fingerprint": backend.fingerprint(backend.target),
+        "shapes": shapes,
+        "candidates": rows,
+        "seconds": seconds,
+        "per_hour": 3600.0 * len(rows) / seconds if seconds > 0 else None,
+        "floor_s": floor,
+        "per_hour_at_floor": 3600.0 * len(rows) / floor if floor > 0 else None,
     }

@@ -197,16 +197,25 @@ def test_children_go_cold_where_a_zygote_cannot_start(tmp_path: Path) -> None:
 
 def test_triton_imported_by_the_zygote_compiles_into_the_childs_folder() -> None:
     """Triton reads HOME once, at import (in the zygote): the child's environment names its
-    own folder for it, or every compile would write into the zygote's folder, and fail."""
+    own folder for it, or every compile would write into the zygote's folder, and fail. A
+    candidate that poisons its compile cache poisons only its own: the next child's cache is
+    another, empty folder, and the zygote's cannot be written."""
     isolation = Isolation.detect()
     if WarmPool.possible(isolation) is not None:
         pytest.skip("no warm processes here")
     warm = WarmPool(isolation, Mounts(), {}, (CHILD, "triton", "tests.support.warm_probe"))
     try:
         with warm.folders("session-") as folders:
-            found, outcome = run(warm, folders, "triton_cache_phase")
+            poisoner, one = run(warm, folders, "triton_cache_phase")
+            victim, two = run(warm, folders, "triton_cache_phase")
     finally:
         warm.close()
-    assert outcome.warm, outcome.stderr_tail
-    assert found is not None
-    assert found["cache"].startswith(found["cwd"] + "/"), found
+    assert one.warm, one.stderr_tail
+    assert two.warm, two.stderr_tail
+    assert poisoner is not None
+    assert victim is not None
+    assert poisoner["cache"].startswith(poisoner["cwd"] + "/"), poisoner
+    assert poisoner["planted"].startswith("done")
+    assert poisoner["zygote_cache"].startswith("refused"), poisoner["zygote_cache"]
+    assert victim["cache"] != poisoner["cache"]
+    assert victim["seen"] == []

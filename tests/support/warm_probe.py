@@ -97,4 +97,23 @@ def triton_cache_phase(request: dict[str, Any]) -> dict[str, Any]:
     """Where Triton would compile to, in a child of a zygote that imported it."""
     import triton.knobs
 
-    return {"ok": True, "cache": triton.knobs.cache.dir, "cwd": os.getcwd()}
+    cache = Path(triton.knobs.cache.dir)
+    seen = sorted(p.name for p in cache.iterdir()) if cache.is_dir() else []
+    planted = _attempt(lambda: _plant(cache))
+    zygote = Path(f"/proc/{os.getppid()}/cwd/.triton/cache")
+    return {
+        "ok": True,
+        "cache": str(cache),
+        "cwd": os.getcwd(),
+        "seen": seen,
+        "planted": planted,
+        "zygote_cache": _attempt(lambda: _plant(zygote)),
+    }
+
+
+def _plant(cache: Path) -> str:
+    """A compiled kernel's entry, as a candidate that poisons the cache would leave it."""
+    entry = cache / "POISONED"
+    entry.mkdir(parents=True, exist_ok=True)
+    (entry / "kernel.cubin").write_bytes(b"poison")
+    return str(entry)

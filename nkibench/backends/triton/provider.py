@@ -49,8 +49,10 @@ def open_backend(
             f"--target {target}: the triton backend's target is the GPU it runs on "
             "(the target names a Trainium generation for nkisim and neuron)"
         )
+    warm = options.get("warm_children", "1") != "0"
     backends = [
-        TritonBackend(device=d, require_gpu=require_device, isolation=isolation) for d in devices
+        TritonBackend(device=d, require_gpu=require_device, isolation=isolation, warm=warm)
+        for d in devices
     ]
     for backend in backends:
         if backend.host.gpu is not None:
