@@ -37,7 +37,7 @@ from nkibench.sandbox.isolation import Isolation, Mounts, Tmpfs
 from nkibench.sandbox.lifeline import LIFELINE_VARIABLE
 from nkibench.sandbox.progress import PROGRESS_FD_VARIABLE, Deadline, ProgressWatch
 from nkibench.sandbox.resources import split_memory
-from nkibench.sandbox.warm import WarmChild, WarmPool, Zygote, ZygoteFailed
+from nkibench.sandbox.warm import WarmChild, WarmPool, ZygoteFailed
 
 __all__ = [
     "KERNEL_FLOOR_S",
@@ -230,49 +230,25 @@ def _warm_start(
     """A child forked by one of `warm`'s zygotes (held by `held` while the child lives), given
     the descriptors a cold child inherits, each at the number its environment names; None
     where the pool cannot serve it (the child then starts cold: the pool's failure is never
-    the kernel's, and the pool says why in the log)."""
-    try:
-        return _forked(
-            held.enter_context(warm.zygote()),
-            warm,
-            module,
-            payload,
-            workdir=workdir,
-            writable=writable,
-            read_only=read_only,
-            environment=environment,
-            fds=fds,
-        )
-    except ZygoteFailed as e:
-        warm.failed(e)
-        return None
-
-
-def _forked(
-    zygote: Zygote,
-    warm: WarmPool,
-    module: str,
-    payload: bytes,
-    *,
-    workdir: Path,
-    writable: Sequence[Path],
-    read_only: Sequence[Path],
-    environment: dict[str, str],
-    fds: dict[str, int],
-) -> WarmChild:
+    the kernel's, and the pool keeps why)."""
     variables = {"result": RESULT_FD_VARIABLE, "lifeline": LIFELINE_VARIABLE}
     if "progress" in fds:
         variables["progress"] = PROGRESS_FD_VARIABLE
+    spec = warm.spec(
+        workdir=workdir,
+        writable=writable,
+        read_only=read_only,
+        environment={k: v for k, v in environment.items() if k not in variables.values()},
+        variables=variables,
+    )
     reader, writer = os.pipe()
     try:
-        spec = warm.spec(
-            workdir=workdir,
-            writable=writable,
-            read_only=read_only,
-            environment={k: v for k, v in environment.items() if k not in variables.values()},
-            variables=variables,
-        )
+        zygote = held.enter_context(warm.zygote())
         child = zygote.spawn({**spec, "module": module}, {"stdin": reader, **fds})
+    except ZygoteFailed as e:
+        os.close(writer)
+        warm.failed(e)
+        return None
     finally:
         os.close(reader)
     _feed(os.fdopen(writer, "wb"), payload)
