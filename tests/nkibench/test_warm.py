@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import ChildOutcome, Limits, run_child
 from nkibench.sandbox.warm import WarmPool
 from tests.nkibench.test_sandbox import SECRETS
+from tests.support import REPOSITORY
 from tests.support.processes import MARK, wait_for_none
 
 CHILD = "nkibench.sandbox.child"
@@ -75,6 +79,14 @@ def test_a_zygote_forks_each_child_and_serves_the_next(pool: WarmPool) -> None:
     assert first["home"] == first["cwd"]
     assert first["tmp"].startswith("refused")  # the zygote's, and the warm root's bind
     assert first["shm"] == second["shm"] == "done: []"
+
+
+def test_two_children_at_once_get_a_zygote_each(pool: WarmPool) -> None:
+    with pool.folders("session-") as folders, ThreadPoolExecutor(2) as threads:
+        found = list(threads.map(lambda _: run(pool, folders, "nap_phase"), range(2)))
+    assert all(outcome.warm for _, outcome in found), [o.stderr_tail for _, o in found]
+    sandboxes = {result["sandbox"] for result, _ in found if result is not None}
+    assert len(sandboxes) == 2, found
 
 
 def test_a_warm_child_reaches_its_folders_and_nothing_else(
@@ -219,3 +231,29 @@ def test_triton_imported_by_the_zygote_compiles_into_the_childs_folder() -> None
     assert poisoner["zygote_cache"].startswith("refused"), poisoner["zygote_cache"]
     assert victim["cache"] != poisoner["cache"]
     assert victim["seen"] == []
+
+
+def test_a_killed_parent_takes_its_zygote_and_the_warm_child_with_it(tmp_path: Path) -> None:
+    """SIGKILL the parent while a warm child hangs with two grandchildren (one left its
+    group): the zygote, the child and both grandchildren are gone."""
+    isolation = Isolation.detect()
+    if WarmPool.possible(isolation) is not None:
+        pytest.skip("no warm processes here")
+    marker = uuid.uuid4().hex
+    spawner = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.spawner", str(tmp_path), marker, "warm"],
+        cwd=REPOSITORY,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert spawner.stdout is not None
+        assert spawner.stdout.readline() == b"spawning\n"
+        deadline = time.monotonic() + 60
+        # bubblewrap (twice), the zygote, the child and its two sleeps
+        while len(wait_for_none(marker, 0.0)) < 6:
+            assert time.monotonic() < deadline, wait_for_none(marker, 0.0)
+            time.sleep(0.05)
+    finally:
+        spawner.kill()
+        spawner.wait()
+    assert wait_for_none(marker, 3.0) == []

@@ -46,6 +46,13 @@ def _environ(pid: int) -> Callable[[], bytes]:
     return Path(f"/proc/{pid}/environ").read_bytes
 
 
+def nap_phase(request: dict[str, Any]) -> dict[str, Any]:
+    """Which sandbox serves it (its PID namespace: each zygote is PID 2 of its own), held for a
+    second (two at once need two zygotes)."""
+    time.sleep(1.0)
+    return {"ok": True, "sandbox": os.readlink("/proc/self/ns/pid")}
+
+
 def escape_phase(request: dict[str, Any]) -> dict[str, Any]:
     """Everything a hostile kernel in a warm child tries against its zygote, its siblings and
     the host, each attempt's outcome in a word."""
