@@ -32,7 +32,7 @@ from daemon.cli.options import (
 from daemon.cli.render import cell, emit_json, print_table
 from nkibench.backends.triton.backend import TritonBackend
 from nkibench.benchmarks import UnknownSuiteTask
-from nkibench.benchmarks.gpu import gpu_suite, run_gpu_benchmark, run_gpu_stream
+from nkibench.benchmarks.gpu import GPU_SUITES, gpu_suite, run_gpu_benchmark, run_gpu_stream
 from nkibench.benchmarks.nki import (
     NKIBENCH_TARGETS,
     NKISIM_TARGETS,
@@ -282,7 +282,14 @@ def bench_cost_model(as_json: bool) -> None:
 @bench.command("gpu")
 @click.option("--shapes", default="full", show_default=True, help="A shape set of the tasks.")
 @click.option("--passes", type=click.IntRange(min=1), default=2, show_default=True)
-@click.option("--task", "names", multiple=True, help="Only these GPU-suite tasks.")
+@click.option(
+    "--suite",
+    type=click.Choice(sorted(GPU_SUITES)),
+    default="gpu",
+    show_default=True,
+    help="gpu: the 14 operator families; large: three tasks whose inputs weigh up to 1 GiB.",
+)
+@click.option("--task", "names", multiple=True, help="Only these tasks of the suite.")
 @click.option(
     "--save",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -325,12 +332,13 @@ def bench_gpu(
     devices: str | None,
     breakdown: bool,
     stream: int | None,
+    suite: str,
     as_json: bool,
 ) -> None:
     """The GPU suite's Triton baselines on this GPU (measured), against PyTorch eager and the
     roofline of the device's measured ceilings; in passes back to back, to show the spread."""
     with suite_names("--task"):
-        gpu_suite(list(names) or None)  # before the GPU is opened
+        gpu_suite(list(names) or None, suite)  # before the GPU is opened
     opened = open_for_command(
         "triton",
         [one_device(devices, "triton")],
@@ -351,7 +359,13 @@ def bench_gpu(
 
     if stream is not None:
         streamed = run_gpu_stream(
-            gpu, stream, shapes=shapes, names=list(names) or None, seeds=seeds, progress=say
+            gpu,
+            stream,
+            shapes=shapes,
+            names=list(names) or None,
+            seeds=seeds,
+            progress=say,
+            suite=suite,
         )
         checkpoint(streamed)
         if as_json:
@@ -368,6 +382,7 @@ def bench_gpu(
         progress=say,
         checkpoint=checkpoint,
         breakdown=breakdown,
+        suite=suite,
     )
     checkpoint(result)
     if as_json:

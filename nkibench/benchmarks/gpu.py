@@ -14,19 +14,25 @@ from nkibench.backends.triton.backend import TritonBackend
 from nkibench.benchmarks import UnknownSuiteTask
 from nkibench.breakdown import recording
 from nkibench.harness import fresh_seeds, profile_kernel
-from nkibench.suites import GPU_SUITE
+from nkibench.suites import GPU_LARGE_SUITE, GPU_SUITE
 from nkibench.task.spec import TaskSpec, load_task
 
 __all__ = ["gpu_suite", "run_gpu_benchmark", "run_gpu_stream"]
 
 
-def gpu_suite(names: list[str] | None = None) -> list[TaskSpec]:
-    folders = sorted(p for p in GPU_SUITE.iterdir() if (p / "task.toml").is_file())
+GPU_SUITES = {"gpu": GPU_SUITE, "large": GPU_LARGE_SUITE}
+"""`accelopt bench gpu --suite`: the 14 operator families, or the three large-input tasks."""
+
+
+def gpu_suite(names: list[str] | None = None, suite: str = "gpu") -> list[TaskSpec]:
+    folders = sorted(p for p in GPU_SUITES[suite].iterdir() if (p / "task.toml").is_file())
     tasks = [load_task(p) for p in folders]
     if names:
         unknown = set(names) - {t.name for t in tasks}
         if unknown:
-            raise UnknownSuiteTask(f"no GPU-suite task named {', '.join(sorted(unknown))}")
+            raise UnknownSuiteTask(
+                f"no task of the {suite} suite named {', '.join(sorted(unknown))}"
+            )
         tasks = [t for t in tasks if t.name in names]
     return tasks
 
@@ -66,11 +72,13 @@ def run_gpu_benchmark(
     progress: Callable[[str], None] | None = None,
     checkpoint: Callable[[dict[str, Any]], None] | None = None,
     breakdown: bool = False,
+    suite: str = "gpu",
 ) -> dict[str, Any]:
     """`seeds` fresh seeds check each kernel before it is timed (`accelopt check` and the
     search use the task's count); `checkpoint` gets the result so far after every task;
-    `breakdown` records where each task's time went (its children's own timings too)."""
-    tasks = gpu_suite(names)
+    `breakdown` records where each task's time went (its children's own timings too); `suite`
+    names the tasks' folder (GPU_SUITES)."""
+    tasks = gpu_suite(names, suite)
     started = time.monotonic()
     runs: list[list[dict[str, Any]]] = []
     for number in range(passes):
@@ -122,12 +130,13 @@ def run_gpu_stream(
     names: list[str] | None = None,
     seeds: int = 1,
     progress: Callable[[str], None] | None = None,
+    suite: str = "gpu",
 ) -> dict[str, Any]:
     """Evaluate `count` candidates as a search does, one after another on one backend (its
     warm processes and the baselines' times shared): variants of the suite's kernels, task by
     task in turn, each profiled afresh. Returns each candidate's wall and work floor (kernel
     and reference time, nkibench.breakdown) and the rates per hour both give."""
-    tasks = gpu_suite(names)
+    tasks = gpu_suite(names, suite)
     started = time.monotonic()
     rows: list[dict[str, Any]] = []
     for number in range(count):

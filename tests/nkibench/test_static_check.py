@@ -15,7 +15,7 @@ from nkibench.benchmarks.nki import suite_tasks
 from nkibench.dialects import detect_dialect
 from nkibench.sandbox.resolved_check import check_resolved
 from nkibench.sandbox.static_check import check_source, violation_kind
-from nkibench.suites import GPU_SUITE, NKI_LEGACY_SUITE, NKI_SUITE
+from nkibench.suites import GPU_LARGE_SUITE, GPU_SUITE, NKI_LEGACY_SUITE, NKI_SUITE
 from tests.support import DATA, REPOSITORY
 from tests.support.nki_helpers import shadow_modules
 
@@ -310,7 +310,7 @@ def test_the_suite_kernels_pass_the_resolved_check_too() -> None:
         for folder in suite_tasks(dialect=dialect):
             source = (folder / "kernel.py").read_text()
             assert check_resolved(source, dialect) == [], folder.name
-    for folder in sorted(GPU_SUITE.iterdir()):
+    for folder in sorted([*GPU_SUITE.iterdir(), *GPU_LARGE_SUITE.iterdir()]):
         if (folder / "kernel.py").is_file():
             source = (folder / "kernel.py").read_text()
             assert check_resolved(source, "triton") == [], folder.name

@@ -13,6 +13,7 @@ from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.backends.triton.backend import REVERIFY_SPEEDUP, TritonBackend, mixed_inputs
 from nkibench.errors import BackendUnavailable
 from nkibench.harness import check_kernel, profile_kernel
+from nkibench.suites import GPU_LARGE_SUITE
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from nkibench.task.spec import load_task
 from tests.support import DATA
@@ -34,6 +35,15 @@ def test_every_gpu_suite_baseline_is_correct_at_small_shapes(
     assert result.max_rel_l2 is not None
     assert result.max_rel_l2 <= task.rel_tol
     assert len(result.seeds) == len(task.seeds)
+
+
+@pytest.mark.parametrize("name", ["embedding_gather", "paged_decode", "rmsnorm_large"])
+def test_every_large_input_baseline_is_correct_at_small_shapes(
+    name: str, triton_backend: TritonBackend
+) -> None:
+    task = load_task(GPU_LARGE_SUITE / name)
+    result = check_kernel(task, backend=triton_backend, shapes="small")
+    assert result.correct, f"{name}: {result.error_kind}: {result.message}"
 
 
 def test_the_suite_has_the_fourteen_operator_families() -> None:
