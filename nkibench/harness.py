@@ -356,7 +356,7 @@ class Session:
             mounts=self.backend.mounts() if backend_side else NO_MOUNTS,
             environment=self.backend.environment() if backend_side else None,
             cancel=self.cancel,
-            warm=self.backend.warm if backend_side else None,
+            warm=self.backend.warm,  # a comparison too: the zygote has numpy loaded
         )
 
     def run_reference(self, seeds: Sequence[int], *, count_work: bool = False) -> Inputs:
