@@ -33,7 +33,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -80,7 +79,6 @@ class Zygote:
     """One warm process and the socket the parent holds to it."""
 
     def __init__(self, pool: WarmPool) -> None:
-        self.pool = pool
         self.broken = False
         self._folders = pool.folders("zygote-")
         self._home = self._folders.fresh("home")
@@ -115,13 +113,11 @@ class Zygote:
             theirs.close()
             os.close(lifeline)
         self.channel = ours
-        started = time.monotonic()
         self._send({"preload": list(pool.preload)})
-        answer = self._receive(START_TIMEOUT_S)
+        answer = self.answer(START_TIMEOUT_S)  # a silent one is stopped, and ZygoteFailed
         if not answer.get("ready"):
             self.stop()
             raise ZygoteFailed(f"the warm process did not start: {answer.get('error', answer)}")
-        self.start_s = time.monotonic() - started
 
     def _send(self, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
         data = json.dumps(message).encode()

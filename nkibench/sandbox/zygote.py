@@ -6,7 +6,7 @@ user, with the folders of every evaluation it serves bound in (the warm root,
 nkibench.sandbox.warm). It talks to the parent over a SOCK_SEQPACKET socket named by
 ZYGOTE_FD_VARIABLE, one JSON message per packet:
 
-    parent: {"preload": [module or module:function]} zygote: {"ready": true, "seconds": s}
+    parent: {"preload": [module or module:function]} zygote: {"ready": true} or an error
     parent: {"spawn": spec} + descriptors           zygote: {"started": true} or an error
                                                     zygote: {"exited": returncode}
     parent: {"signal": n}   (to the running child's group; 9 also ends every other process)
@@ -44,7 +44,6 @@ import signal
 import socket
 import stat
 import sys
-import time
 import traceback
 from typing import Any
 
@@ -70,7 +69,9 @@ PR_SET_CHILD_SUBREAPER = 36
 
 def _prctl(option: int, value: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, value, 0, 0, 0) != 0:
+    # prctl is variadic: each argument a C long, as the kernel reads them
+    arguments = (ctypes.c_ulong(value), *(ctypes.c_ulong(0) for _ in range(3)))
+    if libc.prctl(ctypes.c_int(option), *arguments) != 0:
         raise OSError(ctypes.get_errno(), f"prctl({option})")
 
 
@@ -249,7 +250,6 @@ def main() -> None:
     channel = socket.socket(fileno=int(os.environ.pop(ZYGOTE_FD_VARIABLE)))
     _prctl(PR_SET_DUMPABLE, 0)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
-    started = time.perf_counter()
     try:
         first = json.loads(channel.recv(MESSAGE_LIMIT))
         if landlock.abi_version() < LANDLOCK_ABI:
@@ -258,7 +258,7 @@ def main() -> None:
     except Exception as e:
         _send(channel, {"ready": False, "error": f"{type(e).__name__}: {e}"[:2000]})
         return
-    _send(channel, {"ready": True, "seconds": time.perf_counter() - started})
+    _send(channel, {"ready": True})
     while True:
         packet, descriptors, _, _ = socket.recv_fds(channel, MESSAGE_LIMIT, len(DESCRIPTORS))
         if not packet:

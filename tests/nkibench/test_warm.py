@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from nkibench.sandbox import landlock
+from nkibench.sandbox import warm as warm_module
 from nkibench.sandbox.folders import SessionFolders
 from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import ChildOutcome, Limits, run_child
@@ -257,3 +258,29 @@ def test_a_killed_parent_takes_its_zygote_and_the_warm_child_with_it(tmp_path: P
         spawner.kill()
         spawner.wait()
     assert wait_for_none(marker, 3.0) == []
+
+
+def test_a_zygote_silent_at_its_start_is_stopped_and_children_go_cold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    isolation = Isolation.detect()
+    if WarmPool.possible(isolation) is not None:
+        pytest.skip("no warm processes here")
+    monkeypatch.setattr(warm_module, "START_TIMEOUT_S", 2.0)
+    silent = WarmPool(isolation, Mounts(), {}, ("tests.support.warm_probe:stall",))
+    try:
+        with silent.folders("session-") as folders:
+            outcome = run_child(
+                "tests.support.sandbox_probe",
+                {"probe": "env"},
+                workdir=folders.fresh("work"),
+                limits=Limits(timeout_s=60, memory_mb=None),
+                isolation=isolation,
+                warm=silent,
+            )
+    finally:
+        silent.close()
+    assert not outcome.warm
+    assert outcome.returncode == 0, outcome.stderr_tail
+    assert silent.disabled is not None
+    assert "did not answer in 2 s" in silent.disabled

@@ -124,3 +124,9 @@ def _plant(cache: Path) -> str:
     entry.mkdir(parents=True, exist_ok=True)
     (entry / "kernel.cubin").write_bytes(b"poison")
     return str(entry)
+
+
+def stall() -> None:
+    """A preload that never ends: a zygote that does not answer its start."""
+    while True:
+        time.sleep(1)
