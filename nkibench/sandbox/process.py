@@ -37,6 +37,7 @@ from nkibench.sandbox.isolation import Isolation, Mounts, Tmpfs
 from nkibench.sandbox.lifeline import LIFELINE_VARIABLE
 from nkibench.sandbox.progress import PROGRESS_FD_VARIABLE, Deadline, ProgressWatch
 from nkibench.sandbox.resources import split_memory
+from nkibench.sandbox.streams import tail
 from nkibench.sandbox.warm import WarmChild, WarmPool, ZygoteFailed
 
 __all__ = [
@@ -50,7 +51,6 @@ __all__ = [
     "run_child",
 ]
 
-STREAM_TAIL = 4000
 RESULT_LIMIT = 64 * 1024 * 1024
 """Bytes of a phase's result (JSON) the parent reads; a larger one is a failure of the phase.
 Results hold per-seed numbers and short messages: kilobytes, a few megabytes with many seeds."""
@@ -295,14 +295,6 @@ def _wait(
                 return "cancelled"
 
 
-def _tail(stream: IO[bytes]) -> str:
-    """The last STREAM_TAIL bytes of a stream's file, read through the parent's own descriptor
-    (the file has no name a child could replace with a link)."""
-    size = os.fstat(stream.fileno()).st_size
-    start = max(0, size - STREAM_TAIL)
-    return os.pread(stream.fileno(), size - start, start).decode("utf-8", "replace")
-
-
 def _result(channel: IO[bytes]) -> bytes | None:
     """What the child wrote on its result channel: None when larger than RESULT_LIMIT (the
     caller says so), else the bytes, empty when it wrote nothing."""
@@ -344,7 +336,6 @@ def run_child(
     """
     writable = [workdir, *writable]
     payload = json.dumps({**request, "limits": asdict(limits)}).encode()
-    warm_here = warm is not None and isolation.contained and warm.covers([*writable, *read_only])
     lifeline, held = os.pipe()  # the child reads; only this process ever holds `held`
     # the child writes its beats; only the child holds `beats` once it has started
     watched, beats = os.pipe() if limits.progress_until_s is not None else (-1, -1)
@@ -371,7 +362,8 @@ def run_child(
                 **progress,
             }
             process: Started | None = None
-            if warm is not None and warm_here:
+            # warm where a zygote can see every folder of the child's
+            if warm is not None and isolation.contained and warm.covers([*writable, *read_only]):
                 process = _warm_start(
                     held_zygote,
                     warm,
@@ -437,8 +429,8 @@ def run_child(
                 returncode=process.returncode,
                 timed_out=ending == "timed out",
                 duration_s=time.monotonic() - started,
-                stdout_tail=_tail(stdout),
-                stderr_tail=_tail(stderr),
+                stdout_tail=tail(stdout),
+                stderr_tail=tail(stderr),
                 flooded=ending == "flooded",
                 over_quota=quota.describe() if over and quota is not None else "",
                 output_bytes=max(os.fstat(f.fileno()).st_size for f in (stdout, stderr)),

@@ -37,13 +37,14 @@ import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from nkibench.sandbox import landlock
 from nkibench.sandbox.environment import child_environment
 from nkibench.sandbox.folders import SessionFolders
 from nkibench.sandbox.isolation import Isolation, Mounts, Tmpfs
 from nkibench.sandbox.lifeline import LIFELINE_VARIABLE
+from nkibench.sandbox.streams import tail
 from nkibench.sandbox.zygote import DESCRIPTORS, MESSAGE_LIMIT, SCRATCH, ZYGOTE_FD_VARIABLE
 
 __all__ = ["WarmChild", "WarmPool", "ZygoteFailed"]
@@ -58,7 +59,7 @@ ZYGOTE_TMPFS = Tmpfs(16 * 1024 * 1024, 256 * 1024 * 1024)
 between them): not the phases' data, whose folders are on disk."""
 IDLE_KEPT = 2
 """Idle zygotes kept per pool (jobs on one device run one at a time, or nearly)."""
-DEVICE_NODES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/proc")
+WRITABLE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/proc")
 """What a child may write beyond its folders, without making or removing anything: the
 sandbox's own device nodes (it reads the rest of /dev), and /proc, where the CUDA driver
 names its threads (/proc/PID/task/TID/comm; Landlock keeps other processes' entries closed)."""
@@ -67,12 +68,6 @@ names its threads (/proc/PID/task/TID/comm; Landlock keeps other processes' entr
 class ZygoteFailed(OSError):
     """A zygote did not start, did not answer, or could not confine a child: the sandbox's
     failure, never the kernel's."""
-
-
-def _collected(stream: IO[bytes]) -> str:
-    size = os.fstat(stream.fileno()).st_size
-    start = max(0, size - 2000)
-    return os.pread(stream.fileno(), size - start, start).decode("utf-8", "replace")
 
 
 class Zygote:
@@ -143,7 +138,7 @@ class Zygote:
         if not isinstance(message, dict):
             self.broken = True
             self.stop()
-            raise ZygoteFailed(f"the warm process ended or broke: {_collected(self._log)}")
+            raise ZygoteFailed(f"the warm process ended or broke: {tail(self._log, 2000)}")
         return message
 
     def answer(self, timeout_s: float) -> dict[str, Any]:
@@ -278,7 +273,7 @@ class WarmPool:
             "workdir": str(workdir),
             "writable": [*map(str, writable), *SCRATCH],
             "read_only": [*self.isolation.visible(self.mounts), "/dev", *map(str, read_only)],
-            "devices": [*DEVICE_NODES, *self.mounts.devices],
+            "devices": [*WRITABLE_FILES, *self.mounts.devices],
             "environment": environment,
             "variables": variables,
         }
@@ -317,10 +312,15 @@ class WarmPool:
             self.failures = [*self.failures[-9:], str(error)[:500]]
 
     def describe(self) -> str:
-        """For a fingerprint: how children start here."""
+        """For a fingerprint: how children start here, and why some started cold."""
         if self.disabled is not None:
             return f"cold (the warm process failed: {self.disabled[:200]})"
-        return f"warm (forked, Landlock ABI {landlock.abi_version()})"
+        warm = f"warm (forked, Landlock ABI {landlock.abi_version()})"
+        with self._lock:
+            failures = list(self.failures)
+        if not failures:
+            return warm
+        return f"{warm}; {len(failures)} started cold, the last: {failures[-1][:200]}"
 
     def close(self) -> None:
         _discard(self._idle, self.root)

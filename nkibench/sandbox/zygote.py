@@ -168,16 +168,18 @@ def _returncode(status: int) -> int:
     return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
-def _clear_namespace() -> None:
+def _clear() -> None:
     """Kill and reap every process of the sandbox but the zygote and bubblewrap's init: what
-    a child left behind (the zygote is their subreaper, so each comes back here to be reaped)."""
+    a child left behind (the zygote is their subreaper, so each comes back here to be reaped);
+    then empty the scratch it shared with the next child."""
     with contextlib.suppress(ProcessLookupError):  # nobody else
         os.kill(-1, signal.SIGKILL)
     while True:
         try:
             os.waitpid(-1, 0)
         except ChildProcessError:
-            return
+            break
+    _clear_scratch()
 
 
 def _clear_scratch() -> None:
@@ -229,7 +231,7 @@ def _serve_child(channel: socket.socket, pid: int) -> None:
                 break
             packet = channel.recv(MESSAGE_LIMIT)
             if not packet:
-                _clear_namespace()
+                _clear()
                 os._exit(0)  # the parent is gone
             number = int(json.loads(packet).get("signal", 0))
             if number:
@@ -241,8 +243,7 @@ def _serve_child(channel: socket.socket, pid: int) -> None:
         _, status = os.waitpid(pid, 0)
     finally:
         os.close(watched)
-    _clear_namespace()
-    _clear_scratch()
+    _clear()
     _send(channel, {"exited": _returncode(status)})
 
 
@@ -268,8 +269,7 @@ def main() -> None:
         pid, problem = _fork(spec, fds)
         if problem is not None:
             os.waitpid(pid, 0)
-            _clear_namespace()
-            _clear_scratch()
+            _clear()
             _send(channel, {"started": False, "error": problem})
             continue
         _send(channel, {"started": True})
