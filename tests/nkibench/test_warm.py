@@ -183,23 +183,30 @@ def test_a_hung_warm_child_is_killed_at_its_limit_and_the_zygote_serves_on(
     assert after is not None
 
 
-def test_children_go_cold_where_a_zygote_cannot_start(tmp_path: Path) -> None:
+def _cold_through(preload: tuple[str, ...]) -> tuple[WarmPool, ChildOutcome]:
+    """A child asked of a pool whose zygote starts with `preload` (the pool, closed, and the
+    child's outcome)."""
     isolation = Isolation.detect()
     if WarmPool.possible(isolation) is not None:
         pytest.skip("no warm processes here")
-    broken = WarmPool(isolation, Mounts(), {}, ("tests.support.no_such_module",))
+    pool = WarmPool(isolation, Mounts(), {}, preload)
     try:
-        with broken.folders("session-") as folders:
+        with pool.folders("session-") as folders:
             outcome = run_child(
                 "tests.support.sandbox_probe",
                 {"probe": "env"},
                 workdir=folders.fresh("work"),
                 limits=Limits(timeout_s=60, memory_mb=None),
                 isolation=isolation,
-                warm=broken,
+                warm=pool,
             )
     finally:
-        broken.close()
+        pool.close()
+    return pool, outcome
+
+
+def test_children_go_cold_where_a_zygote_cannot_start() -> None:
+    broken, outcome = _cold_through(("tests.support.no_such_module",))
     assert not outcome.warm
     assert outcome.returncode == 0, outcome.stderr_tail
     assert json.loads(outcome.result or b"{}")["cwd"].startswith(str(broken.root))
@@ -263,23 +270,8 @@ def test_a_killed_parent_takes_its_zygote_and_the_warm_child_with_it(tmp_path: P
 def test_a_zygote_silent_at_its_start_is_stopped_and_children_go_cold(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    isolation = Isolation.detect()
-    if WarmPool.possible(isolation) is not None:
-        pytest.skip("no warm processes here")
     monkeypatch.setattr(warm_module, "START_TIMEOUT_S", 2.0)
-    silent = WarmPool(isolation, Mounts(), {}, ("tests.support.warm_probe:stall",))
-    try:
-        with silent.folders("session-") as folders:
-            outcome = run_child(
-                "tests.support.sandbox_probe",
-                {"probe": "env"},
-                workdir=folders.fresh("work"),
-                limits=Limits(timeout_s=60, memory_mb=None),
-                isolation=isolation,
-                warm=silent,
-            )
-    finally:
-        silent.close()
+    silent, outcome = _cold_through(("tests.support.warm_probe:stall",))
     assert not outcome.warm
     assert outcome.returncode == 0, outcome.stderr_tail
     assert silent.disabled is not None
