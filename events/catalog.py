@@ -150,7 +150,7 @@ class WorkloadProfile(BaseModel):
 class ProfileRecorded(Event):
     """One kernel compiled, checked and timed on one backend; keyed by its job id."""
 
-    schema_version: ClassVar[int] = 6
+    schema_version: ClassVar[int] = 7
 
     job_id: str
     task: str
@@ -199,6 +199,13 @@ class ProfileRecorded(Event):
     """The backend's wall time for the kernel's first checked run on this host (nkisim: the
     interpretation), seconds: not a latency of the kernel, but a baseline's gives its candidates
     their time limit (nkibench.harness.kernel_limits). None if unknown or recorded before."""
+    # version 7: a GPU's hardware counters per launched kernel
+    gpu_kernels: list[dict[str, float | str]] = Field(default_factory=list)
+    """Triton on a GPU: each kernel of one run, its counters as Nsight Compute reported them
+    (DRAM bytes, L2 hit rate, throughputs, registers, shared memory) and Triton's compile
+    metadata (spills); a hint for the planner, never a verdict. Empty without, or before."""
+    counters_unavailable: str | None = None
+    """Why a GPU profile has no hardware counters; None where it has them (or recorded before)."""
 
 
 # --- the search ---------------------------------------------------------------------------

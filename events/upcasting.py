@@ -97,6 +97,11 @@ def _profile_v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "kernel_seconds": None}
 
 
+def _profile_v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
+    """v7 added a GPU's counters per launched kernel; a v6 profile had none."""
+    return {**data, "gpu_kernels": [], "counters_unavailable": None}
+
+
 def _source_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     """v2 added the kernel's dialect, which a v1 revision did not record."""
     return {**data, "dialect": None}
@@ -126,6 +131,7 @@ SHIPPED_UPCASTERS = Upcasters(
         ("ProfileRecorded", 3): _profile_v3_to_v4,
         ("ProfileRecorded", 4): _profile_v4_to_v5,
         ("ProfileRecorded", 5): _profile_v5_to_v6,
+        ("ProfileRecorded", 6): _profile_v6_to_v7,
     }
 )
 """The upcasters of the released schema history."""

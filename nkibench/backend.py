@@ -123,8 +123,11 @@ class Session(Protocol):
         *,
         writes: Sequence[Path] = (),
         reads: Sequence[Path] = (),
+        mounts: Mounts = ...,
+        launcher: Sequence[str] = (),
     ) -> dict[str, Any]:
-        """Run the backend's phase `phase` in a sandboxed child and return its result."""
+        """Run the backend's phase `phase` in a sandboxed child and return its result
+        (`mounts` beyond the backend's; `launcher`: a profiler that starts it)."""
         ...
 
     def run_reference(self, seeds: Sequence[int], *, count_work: bool = False) -> Inputs: ...

@@ -30,10 +30,15 @@ __all__ = [
     "recording",
 ]
 
-PARENT_COLUMNS = ("spawn_sandbox", "child_other", "parent")
-COLUMNS = ("spawn_sandbox", *SPANS, "child_other", "parent")
+PARENT_COLUMNS = ("spawn_sandbox", "counters", "child_other", "parent")
+COLUMNS = ("spawn_sandbox", *SPANS, "counters", "child_other", "parent")
 """Seconds per phase, in the table's order: the parent's measurements (spawn_sandbox,
-parent), the children's reports (SPANS) and what the children left unnamed (child_other)."""
+counters, parent), the children's reports (SPANS) and what the children left unnamed
+(child_other)."""
+COUNTERS_PHASES = ("counters", "counters_report")
+"""The children that take a GPU's hardware counters (nkibench.backends.triton.nsight): their
+whole lives are the `counters` column (the profiler's start and replays included), and none
+of it is work."""
 FLOOR_SPANS = ("reference", "checked_runs", "timed_runs")
 """The work floor: the reference's forward passes and the kernel's runs (checked and timed),
 as the children measured them; the first checked run, which compiles, is not work."""
@@ -82,6 +87,9 @@ class Breakdown:
         assert self.wall_s is not None, "the recording has not ended"
         seconds = dict.fromkeys(COLUMNS, 0.0)
         for child in self.children:
+            if child.phase in COUNTERS_PHASES:
+                seconds["counters"] += child.life_s
+                continue
             if child.spans is None or child.total_s is None:
                 seconds["child_other"] += child.life_s
                 continue

@@ -90,6 +90,7 @@ def run_phase(
     environment: dict[str, str] | None = None,
     cancel: threading.Event | None = None,
     warm: WarmPool | None = None,
+    launcher: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run one phase in a sandboxed child that sees a fresh folder of its own, writes `writes`
     and reads `reads` (folders made by `folders`, never a path a child made), and return its
@@ -119,6 +120,7 @@ def run_phase(
             cancel=cancel,
             quota=quota,
             warm=warm,
+            launcher=launcher,
         )
     finally:  # its result came over a descriptor: nothing in its folder is read
         folders.release(own)
@@ -330,7 +332,11 @@ class Session:
         *,
         writes: Sequence[Path] = (),
         reads: Sequence[Path] = (),
+        mounts: Mounts = NO_MOUNTS,
+        launcher: Sequence[str] = (),
     ) -> dict[str, Any]:
+        """`phase`'s child, reading the task and `reads`, writing `writes`; `mounts` beyond
+        the backend's, and `launcher` (a profiler) starting it (nkibench.sandbox.process)."""
         declared = self.backend.phases[phase]
         backend_side = declared.backend_environment
         limits = self.limits
@@ -353,10 +359,11 @@ class Session:
             isolation=self.backend.isolation,
             writes=writes,
             reads=[self.task_dir, *reads],
-            mounts=self.backend.mounts() if backend_side else NO_MOUNTS,
+            mounts=(self.backend.mounts() if backend_side else NO_MOUNTS) + mounts,
             environment=self.backend.environment() if backend_side else None,
             cancel=self.cancel,
             warm=self.backend.warm,  # a comparison too: the zygote has numpy loaded
+            launcher=launcher,
         )
 
     def run_reference(self, seeds: Sequence[int], *, count_work: bool = False) -> Inputs:

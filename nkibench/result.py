@@ -86,6 +86,14 @@ class KernelResult:
     the config the autotuner chose (the measured run's when profiling), under the interpreter
     the configs the checked runs used in turn (nkibench.backends.triton.launches)."""
 
+    gpu_kernels: list[dict[str, float | str]] = field(default_factory=list)
+    """Triton on a GPU: each kernel one run launched, with its hardware counters as Nsight
+    Compute reported them and what Triton's compiler reported of it
+    (nkibench.backends.triton.nsight); empty where there are none."""
+    counters_unavailable: str | None = None
+    """Triton on a GPU: why the profile has no hardware counters (no ncu here, or its report
+    could not be read); None where it has them, or the backend has counters of its own."""
+
     workloads: list[WorkloadOutcome] = field(default_factory=list)
     """A task with workloads profiled on `full`: each workload's outcome, in order, up to the
     first that failed; `latency_ms` is then the geometric mean of theirs."""

@@ -185,6 +185,8 @@ def profile_event(
         autotuned=result.autotuned,
         workloads=[WorkloadProfile.model_validate(w) for w in result.workloads],
         kernel_seconds=_host_seconds(result.kernel_seconds),
+        gpu_kernels=result.gpu_kernels,
+        counters_unavailable=result.counters_unavailable,
     )
 
 

@@ -42,6 +42,7 @@ from agents.search.tunables import variants
 from events.catalog import ExperienceSummarized, PlanProposed, ProfileRecorded, RejectReason
 from events.codec import decode
 from events.projection import fold
+from nkibench.backends.triton.nsight import RUN_COUNTERS
 from nkibench.cost.caveats import caveats
 from nkibench.sandbox.isolation import Isolation
 from nkibench.task.spec import TaskSpec
@@ -102,8 +103,12 @@ PROFILE_FIELDS = (
     "achieved_tflops",
     "bandwidth_ceiling_gbps",
     "matmul_ceiling_tflops",
+    # GPUs, where Nsight Compute is: one run's hardware counters over its kernels
+    *RUN_COUNTERS,
 )
 """The counters the planner sees (AccelOpt's displayed profile, plus DMA transfers)."""
+GPU_KERNELS_SHOWN = 8
+"""Kernels of a GPU profile whose counters the planner sees (in launch order)."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +173,12 @@ def _planner_profile(profile: ProfileRecorded) -> dict[str, Any]:
         shown["workloads"] = [
             {"name": w.name, "uuid": w.uuid, "latency": w.latency_ms} for w in profile.workloads
         ]
+    if profile.gpu_kernels:  # the GPU's counters, per kernel of one run (Nsight Compute)
+        shown["gpu_kernels"] = profile.gpu_kernels[:GPU_KERNELS_SHOWN]
+    if profile.counters_unavailable:
+        shown["gpu_counters_caveat"] = (
+            f"no hardware counters for this profile: {profile.counters_unavailable}"
+        )
     if profile.latency_kind == "estimated" and profile.backend == "nkisim":
         shown["estimate_caveats"] = caveats(profile.counters)  # the Trainium cost model's
     return shown

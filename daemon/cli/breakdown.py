@@ -60,9 +60,10 @@ def print_breakdown(result: dict[str, Any], shapes: str) -> None:
     click.echo(
         "* the child's own report (diagnostics, never a verdict); spawn+sandbox (a child's "
         "life less its own total), parent (outside every child: folders, static check, "
-        "teardown) and wall are the parent's measurements; child other is what a child "
-        "left unnamed. The floor is reference + checked runs + timed runs; the first "
-        "checked run, which compiles, is compile."
+        "teardown), counters (the children that take the GPU's hardware counters, "
+        "Nsight Compute's start and replays included) and wall are the parent's "
+        "measurements; child other is what a child left unnamed. The floor is reference + "
+        "checked runs + timed runs; the first checked run, which compiles, is compile."
     )
     for number, row in rows:
         for note in row["breakdown"]["notes"]:

@@ -18,6 +18,7 @@ from daemon.cli.options import (
     seeds_option,
 )
 from daemon.cli.render import emit_json
+from nkibench.backends.triton.nsight import RUN_COUNTERS
 from nkibench.harness import check_kernel, profile_kernel
 from nkibench.result import KernelResult
 from nkibench.task.importer import import_nkibench
@@ -33,6 +34,7 @@ SHOWN_COUNTERS = (
     "mm_arithmetic_intensity",
     "hfu_estimated_percent",
     "dma_small_transfer_percent",
+    *RUN_COUNTERS,
 )
 
 
@@ -132,6 +134,11 @@ def _profile_lines(result: KernelResult) -> list[str]:
     shown = [f"{k}={result.counters[k]:.4g}" for k in SHOWN_COUNTERS if k in result.counters]
     if shown:
         lines.append("counters  " + " ".join(shown))
+    for kernel in result.gpu_kernels[:8]:
+        values = " ".join(f"{k}={v:.4g}" for k, v in kernel.items() if isinstance(v, float))
+        lines.append(f"  kernel {kernel['kernel']}: {values}")
+    if result.counters_unavailable:
+        lines.append(f"counters  none: {result.counters_unavailable}")
     if result.estimate:
         estimate = result.estimate
         lines.append(

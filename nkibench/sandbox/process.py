@@ -318,10 +318,13 @@ def run_child(
     cancel: threading.Event | None = None,
     quota: DiskQuota | None = None,
     warm: WarmPool | None = None,
+    launcher: Sequence[str] = (),
 ) -> ChildOutcome:
     """Run `python -m module` in the sandbox with `request` on stdin; wait at most the timeout.
     With `warm` (nkibench.sandbox.warm), a warm process forks the child instead, where the
-    child's folders lie under its root (its module then runs in the zygote's child).
+    child's folders lie under its root (its module then runs in the zygote's child). With a
+    `launcher` (a profiler's command line, which starts the program after it), the child
+    starts cold, that program in the sandbox starting it.
 
     The child may write to `workdir` and `writable`, read `read_only` (the task's folder) and
     the Python it runs on, and nothing else. On timeout the child's whole process group gets
@@ -363,7 +366,12 @@ def run_child(
             }
             process: Started | None = None
             # warm where a zygote can see every folder of the child's
-            if warm is not None and isolation.contained and warm.covers([*writable, *read_only]):
+            if (
+                warm is not None
+                and not launcher
+                and isolation.contained
+                and warm.covers([*writable, *read_only])
+            ):
                 process = _warm_start(
                     held_zygote,
                     warm,
@@ -385,7 +393,7 @@ def run_child(
                 # -s: no user site-packages; -P: the working directory is not on the import
                 # path. The environment is ours (child_environment), so PYTHONPATH is trusted.
                 argv = isolation.command(
-                    [sys.executable, "-s", "-P", "-m", module],
+                    [*launcher, sys.executable, "-s", "-P", "-m", module],
                     workdir=workdir,
                     writable=writable,
                     read_only=read_only,

@@ -44,6 +44,7 @@ import signal
 import socket
 import stat
 import sys
+import tempfile
 import traceback
 from typing import Any
 
@@ -116,6 +117,9 @@ def _become_child(spec: dict[str, Any], fds: dict[str, int], ready: int) -> None
                 os.close(number)
     os.environ.clear()
     os.environ.update(environment)
+    # what a preload cached of the zygote's environment: tempfile keeps the folder it first
+    # found (the zygote's, which the child cannot write) for good
+    tempfile.tempdir = None
     os.chdir(spec["workdir"])
     landlock.restrict(
         read_only=spec["read_only"],

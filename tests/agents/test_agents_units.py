@@ -285,6 +285,25 @@ def test_the_planner_sees_the_config_an_autotuned_kernel_was_timed_with() -> Non
     assert "autotuned" not in _planner_profile(profile("silu", "h", backend="triton"))
 
 
+def test_the_planner_sees_a_gpus_counters_per_kernel_or_why_there_are_none() -> None:
+    kernels = [
+        {"kernel": f"k{i}", "dram_read_bytes": 1e6 * i, "l2_hit_rate_pct": 50.0} for i in range(10)
+    ]
+    counters = {"gpu_dram_read_bytes": 4.5e7, "gpu_sm_throughput_pct": 12.0}
+    measured = profile(
+        "silu", "h", backend="triton", target="H100", gpu_kernels=kernels, counters=counters
+    )
+    shown = _planner_profile(measured)
+    assert shown["gpu_kernels"] == kernels[:8]  # the first kernels of the run, in order
+    assert shown["gpu_dram_read_bytes"] == 4.5e7
+    assert shown["gpu_sm_throughput_pct"] == 12.0
+    assert "gpu_counters_caveat" not in shown
+    blind = profile("silu", "h", backend="triton", counters_unavailable="no ncu on this host")
+    shown = _planner_profile(blind)
+    assert "gpu_kernels" not in shown
+    assert "no ncu on this host" in str(shown["gpu_counters_caveat"])
+
+
 def test_the_planner_sees_each_workloads_latency_beside_their_geometric_mean() -> None:
     def outcome(name: str, latency: float) -> dict[str, object]:
         return {

@@ -15,12 +15,13 @@ import pytest
 
 from nkibench.backend import Phase
 from nkibench.backends.triton.backend import TritonBackend
-from nkibench.breakdown import COLUMNS, recording
+from nkibench.breakdown import COLUMNS, Breakdown, recording
 from nkibench.harness import fresh_seeds, profile_kernel, run_phase
 from nkibench.sandbox.folders import SessionFolders
 from nkibench.sandbox.isolation import Isolation
 from nkibench.sandbox.process import Limits
 from nkibench.sandbox.results import MalformedResult, check_timings
+from nkibench.sandbox.stopwatch import RESULT_KEY
 from nkibench.task.spec import load_task
 from tests.support.cli import run_cli
 from tests.support.triton_helpers import SILU, triton_backend
@@ -54,6 +55,23 @@ def test_a_well_formed_timing_report_is_read_in_the_columns_order() -> None:
     spans, total = check_timings(GOOD, life_s=2.5)
     assert list(spans) == ["imports", "compile"]
     assert total == 2.0
+
+
+def test_the_counters_children_are_a_column_of_their_own_and_no_work() -> None:
+    """Nsight Compute's children (its start, replays and the report's reader) take seconds a
+    profile: the table shows them apart, and the floor never counts their runs."""
+    breakdown = Breakdown()
+    breakdown.add("kernel", 2.0, {RESULT_KEY: {"spans": {"checked_runs": 0.5}, "total_s": 1.5}})
+    counted = {"spans": {"compile": 1.0, "checked_runs": 3.0}, "total_s": 4.5}
+    breakdown.add("counters", 5.0, {RESULT_KEY: counted})
+    breakdown.add("counters_report", 0.25, {RESULT_KEY: {"spans": {}, "total_s": 0.1}})
+    breakdown.wall_s = 8.0
+    seconds = breakdown.columns()
+    assert seconds["counters"] == 5.25
+    assert seconds["checked_runs"] == 0.5  # the kernel child's, not the counted run
+    assert seconds["compile"] == 0.0
+    assert sum(seconds.values()) == pytest.approx(8.0)
+    assert breakdown.to_json()["floor_s"] == 0.5
 
 
 def _garbage_child(kind: str, tmp_path: Path) -> tuple[dict[str, Any], Any]:

@@ -36,7 +36,8 @@ def pool() -> Iterator[WarmPool]:
     reason = WarmPool.possible(isolation)
     if reason is not None:
         pytest.skip(f"no warm processes here: {reason}")
-    warm = WarmPool(isolation, Mounts(), {}, (CHILD, "tests.support.warm_probe"))
+    preload = (CHILD, "tests.support.warm_probe:ask_for_the_temporary_folder")
+    warm = WarmPool(isolation, Mounts(), {}, preload)
     try:
         yield warm
     finally:
@@ -79,6 +80,9 @@ def test_a_zygote_forks_each_child_and_serves_the_next(pool: WarmPool) -> None:
     assert first["cwd"] != second["cwd"]
     assert first["home"] == first["cwd"]
     assert first["tmp"].startswith("refused")  # the zygote's, and the warm root's bind
+    # where a compiler's temporary files go: the child's folder, not the one the zygote's
+    # preload found (which the child cannot write)
+    assert first["temporary"].startswith(f"done: '{first['cwd']}/"), first["temporary"]
     assert first["shm"] == second["shm"] == "done: []"
 
 

@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,7 +40,14 @@ def echo_phase(request: dict[str, Any]) -> dict[str, Any]:
         "marker": os.environ.get(MARK),
         "tmp": _attempt(lambda: sorted(os.listdir("/tmp"))),
         "shm": _attempt(lambda: sorted(os.listdir("/dev/shm"))),
+        "temporary": _attempt(tempfile.mkdtemp),
     }
+
+
+def ask_for_the_temporary_folder() -> None:
+    """A preload that asks tempfile for its folder, as torch's and Triton's imports may: the
+    zygote's, which tempfile keeps."""
+    tempfile.gettempdir()
 
 
 def _environ(pid: int) -> Callable[[], bytes]:

@@ -66,6 +66,10 @@ class Candidate:
     workloads: list[tuple[str, float | None, str | None]] = field(default_factory=list)
     """A task with workloads: each workload's (name, latency, its kind), its latest
     profile's; the latency above is their geometric mean."""
+    gpu_kernels: list[dict[str, float | str]] = field(default_factory=list)
+    """Triton on a GPU: its latest profile's hardware counters per launched kernel."""
+    counters_unavailable: str | None = None
+    """Why its latest GPU profile has no counters."""
     agent: str | None = None
     """An outside agent's candidate (origin `agent`): `client/model`."""
 
@@ -232,6 +236,8 @@ class ReportProjection:
         candidate.latency_kind = e.latency_kind
         candidate.autotuned = dict(e.autotuned)
         candidate.workloads = [(w.name, w.latency_ms, w.latency_kind) for w in e.workloads]
+        candidate.gpu_kernels = list(e.gpu_kernels)
+        candidate.counters_unavailable = e.counters_unavailable
         if latency is None or e.latency_kind is None:
             candidate.fate, candidate.reason = "failed", e.error_kind
             return

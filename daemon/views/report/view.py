@@ -23,6 +23,7 @@ __all__ = [
     "TaskView",
     "autotuned_text",
     "build_view",
+    "counters_text",
     "workloads_text",
 ]
 
@@ -56,6 +57,8 @@ class CandidateRow:
     workloads: str = ""
     """Each workload's latency, one `name: latency` per line (its latency is their geometric
     mean)."""
+    counters: str = ""
+    """Its GPU counters, one launched kernel a line, or why it has none."""
 
 
 @dataclass
@@ -106,6 +109,28 @@ def workloads_text(workloads: list[tuple[str, float | None, str | None]]) -> str
     """`name: latency (kind mark)` per workload, one a line (empty: no workloads)."""
     return "\n".join(
         f"{name}: {latency_text(ms, kind, missing='not timed')}" for name, ms, kind in workloads
+    )
+
+
+def counters_text(kernels: list[dict[str, float | str]], unavailable: str | None) -> str:
+    """One line per launched kernel: DRAM traffic, L2 hit rate, throughputs, registers and
+    spills (Nsight Compute's and Triton's reports); or why there are none."""
+    if unavailable:
+        return f"no GPU counters: {unavailable}"
+
+    def number(kernel: dict[str, float | str], key: str) -> float:
+        value = kernel.get(key, 0.0)
+        return value if isinstance(value, float) else 0.0
+
+    return "\n".join(
+        f"{k['kernel']}: DRAM read {number(k, 'dram_read_bytes') / 1e6:.1f} MB, written "
+        f"{number(k, 'dram_write_bytes') / 1e6:.1f} MB, "
+        f"L2 hit {number(k, 'l2_hit_rate_pct'):.0f}%, "
+        f"SM {number(k, 'sm_throughput_pct'):.0f}%, "
+        f"memory {number(k, 'memory_throughput_pct'):.0f}% of peak, "
+        f"{number(k, 'registers_per_thread'):.0f} registers, "
+        f"{number(k, 'triton_spilled_registers'):.0f} spilled"
+        for k in kernels
     )
 
 
@@ -266,6 +291,7 @@ def _searches(
                     depth[c.candidate_id],
                     autotuned_text(c.autotuned),
                     workloads_text(c.workloads),
+                    counters_text(c.gpu_kernels, c.counters_unavailable),
                 )
             )
         searches.append(

@@ -36,8 +36,16 @@ from nkibench.backend import (
     Session,
     refuse_other_dialects,
 )
+from nkibench.backends.triton import nsight
+from nkibench.backends.triton.nsight import (
+    CountersUnreadable,
+    NsightCompute,
+    checked_kernels,
+    merge_compiled,
+    summarise,
+)
 from nkibench.dtypes import INTEGER_DTYPE_NAMES
-from nkibench.errors import BackendUnavailable, PhaseFailure
+from nkibench.errors import BackendUnavailable, PhaseFailure, recordable
 from nkibench.harness import fresh_seeds, profile_kernel, run_phase
 from nkibench.policy.provenance import Sourced, package_version
 from nkibench.policy.roofline import Peaks
@@ -164,6 +172,8 @@ PHASES = MappingProxyType(
         "kernel": _phase("kernel_phase"),
         "compare": COMPARE_PHASE,
         "measure": _phase("measure_phase"),
+        "counters": _phase("counters_phase"),
+        "counters_report": Phase(f"{nsight.__name__}:report_phase", "backend"),
         "probe": _phase("probe_phase", "backend"),
         "ceilings": _phase("ceilings_phase", "backend"),
     }
@@ -275,6 +285,7 @@ class TritonBackend:
         baselines: dict[tuple[str, str, str], float] | None = None,
         isolation: Isolation | None = None,
         warm: WarmPool | bool = True,
+        nsight: NsightCompute | bool | None = True,
     ) -> None:
         self.device = device
         self.isolation = isolation or Isolation.detect()
@@ -296,6 +307,11 @@ class TritonBackend:
         self.reverify_speedup = reverify_speedup
         self.with_eager = eager
         """Also time the reference's forward() in PyTorch eager (`accelopt bench gpu`)."""
+        if nsight is True:
+            nsight = NsightCompute.find() if self.host.gpu else None
+        self.nsight = nsight or None
+        """Nsight Compute, which takes each profile's hardware counters; None: none here, or
+        not asked for (ACCELOPT_NCU=off)."""
 
     def replica(self) -> TritonBackend:
         """A backend for another job on the same GPU: the probe and the ceilings shared."""
@@ -308,6 +324,7 @@ class TritonBackend:
             baselines=self.baselines,
             isolation=self.isolation,
             warm=self.warm or False,
+            nsight=self.nsight or False,
         )
 
     @property
@@ -406,6 +423,56 @@ class TritonBackend:
         if not (isinstance(launches, list) and launches and all(launches)):
             result.correct = False
             raise NoTritonLaunch("in the runs that close the timing", interpreter=False)
+        self._counters(session, baseline)
+
+    def _counters(self, session: Session, baseline_ms: float | None) -> None:
+        """The hardware counters of one run of the kernel, per launched kernel, where Nsight
+        Compute is here (nkibench.backends.triton.nsight); else, or where they cannot be read,
+        the profile says why. A hint for the planner: nothing here changes a verdict.
+
+        They cost a profiler's start and a replay per metric pass (seconds): they are taken
+        for the task's own kernel and for every kernel at least as fast, which are the ones
+        that can lead the search, and a slower kernel's profile says they were not taken."""
+        result = session.result
+        if self.nsight is None:
+            result.counters_unavailable = (
+                "no Nsight Compute (ncu) on this host, or ACCELOPT_NCU=off"
+            )
+            return
+        latency = result.latency_ms
+        if baseline_ms is not None and latency is not None and latency > baseline_ms:
+            result.counters_unavailable = (
+                f"not taken: {latency:.4f} ms is slower than the task's own kernel "
+                f"({baseline_ms:.4f} ms); counters are taken for the kernels that can lead the "
+                "search"
+            )
+            return
+        assert session.inputs is not None
+        report = session.folder("counters")
+        try:
+            answer = session.child(
+                "counters",
+                session.kernel_request(session.inputs),
+                writes=[report],
+                reads=[session.inputs.data_dir],
+                mounts=Mounts(read_only=(self.nsight.folder,)),
+                launcher=self.nsight.command(report / nsight.CSV_NAME),
+            )
+            if not answer.get("ok"):
+                raise CountersUnreadable(f"the counted run failed: {answer.get('message')}")
+            # read in a child of its own, which runs no kernel: this process opens nothing a
+            # child wrote
+            read = session.child("counters_report", {"report_dir": str(report)}, reads=[report])
+            if not read.get("ok"):
+                raise CountersUnreadable(str(read.get("message")))
+            kernels = merge_compiled(checked_kernels(read["kernels"]), answer.get("compiled"))
+        except (PhaseFailure, CountersUnreadable) as e:
+            result.counters_unavailable = recordable(f"Nsight Compute: {e}")[:300]
+            return
+        finally:
+            session.release(report)
+        result.gpu_kernels = kernels
+        result.counters |= summarise(kernels)
 
     def _reverify_above(self, session: Session) -> float:
         """The speed-up over the baseline above which a kernel is re-verified."""

@@ -38,6 +38,7 @@ from triton.compiler.errors import CompilationError
 
 from nkibench.backends.triton.canaries import Canaries
 from nkibench.backends.triton.ceilings import measure_ceilings
+from nkibench.backends.triton.compiled import compiled_kernels, record_compiled_kernels
 from nkibench.backends.triton.guards import (
     Cheat,
     ModuleSnapshot,
@@ -55,6 +56,7 @@ from nkibench.backends.triton.launches import (
     counting,
     install_launch_counting,
 )
+from nkibench.backends.triton.nsight import COUNTED_RANGE
 from nkibench.backends.triton.tensors import is_tensor, to_numpy, to_torch, upcast
 from nkibench.backends.triton.timing import Timer, TimingPlan
 from nkibench.backends.triton.torch_guard import (
@@ -142,6 +144,26 @@ def _load_torch(path: Path, key: str) -> torch.Tensor:
     return tensor
 
 
+def _draw(
+    fixed: FixedInputs, module: Any, seed: int, device: str
+) -> tuple[list[Any], list[str] | None, FixedInputs]:
+    """get_inputs() on the GPU where it can run there: drawing hundreds of millions of random
+    numbers on the host took seconds a seed (bench/GPU.md), the GPU takes milliseconds. A draw
+    that cannot run there (a CPU generator, NumPy) fails on the first seed: that seed and
+    every later one are drawn on the host, under their own seeds, with the fixed inputs drawn
+    there again (returned: the FixedInputs the later seeds use)."""
+    if device != "cuda" or fixed.on_host:
+        return (*fixed.draw(module, seed), fixed)
+    try:
+        with torch.device(device):
+            return (*fixed.draw(module, seed), fixed)
+    except Exception:
+        if fixed.drawn_seeds:
+            raise  # it drew on the GPU before: this failure is the task's
+    on_host = fixed.fresh(on_host=True)
+    return (*on_host.draw(module, seed), on_host)
+
+
 def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
     path = Path(request["reference"])
     try:
@@ -164,7 +186,7 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
         hidden.mkdir(parents=True, exist_ok=True)
         try:
             with span("inputs"):
-                inputs, names = fixed.draw(module, seed)
+                inputs, names, fixed = _draw(fixed, module, seed, device)
                 counts = roofline_counts.entry(seed, inputs, names)  # as drawn, before forward()
             started = time.perf_counter()
             with span("reference"), torch.no_grad():
@@ -480,6 +502,33 @@ def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
             return run_error(e, request, request["fresh_seeds"][0], kind=_kind(e))
     result["autotuned"] = autotuned()
     return result
+
+
+def counters_phase(request: dict[str, Any]) -> dict[str, Any]:
+    """The run Nsight Compute profiles, started by ncu (nkibench.backends.triton.nsight): the
+    first seed's inputs, run() once to compile and autotune, then once inside the counted NVTX
+    range; and what Triton's compiler reported of each kernel it built."""
+    record_compiled_kernels()
+    kernel, failure = _load(request)
+    if kernel is None:
+        return failure or {}
+    seed = request["seeds"][0]
+    with span("inputs"):
+        args = _arguments(request, seed, "cuda")
+    try:
+        with span("compile"):
+            kernel.call(args)
+            torch.cuda.synchronize()
+        with span("checked_runs"):  # what ncu replays; the floor leaves this child out
+            torch.cuda.nvtx.range_push(COUNTED_RANGE)  # type: ignore[no-untyped-call]
+            kernel.call(args)
+            torch.cuda.synchronize()
+            torch.cuda.nvtx.range_pop()  # type: ignore[no-untyped-call]
+    except MemoryError:
+        raise
+    except Exception as e:
+        return run_error(e, request, seed, kind=_kind(e))
+    return {"ok": True, "compiled": compiled_kernels()}
 
 
 def _cheat(message: str) -> dict[str, Any]:

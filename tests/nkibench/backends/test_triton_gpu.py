@@ -21,6 +21,7 @@ from events.catalog import (
     SearchFinished,
 )
 from nkibench.backends.triton.backend import TritonBackend, TritonHost
+from nkibench.backends.triton.nsight import NsightCompute
 from nkibench.harness import profile_kernel
 from nkibench.sandbox.isolation import Isolation
 from nkibench.task.spec import load_task
@@ -231,6 +232,17 @@ def test_optimize_with_the_triton_backend(tmp_path: Path) -> None:
     assert all(
         p.backend == "triton" and p.latency_kind == "measured" for p in profiles if p.correct
     )
+    # the planner's input holds the GPU's counters wherever Nsight Compute is here
+    measured = [p for p in profiles if p.correct]
+    # (the task's own kernel's and those at least as fast; a slower one's says why not)
+    if NsightCompute.find() is not None:
+        baselines = [p for p in measured if p.purpose == "baseline"]
+        assert baselines
+        assert all(p.gpu_kernels and p.counters["gpu_dram_read_bytes"] > 0 for p in baselines)
+        for p in measured:
+            assert p.gpu_kernels or str(p.counters_unavailable).startswith("not taken"), p
+    else:
+        assert all(p.counters_unavailable for p in measured)
     assert {c.origin for c in _events(db, CandidateGenerated)} >= {"baseline", "executor"}
     assert _events(db, SearchFinished)
     ceilings = _events(db, DeviceCeilingsMeasured)
@@ -270,3 +282,50 @@ def test_the_daemon_with_the_triton_backend(tmp_path: Path) -> None:
     assert {p.backend for p in profiles} == {"triton"}
     assert any(p.latency_kind == "measured" and p.correct for p in profiles)
     shutil.rmtree(daemon.watch)
+
+
+COMPUTE_BOUND_SILU = """
+    busy = x
+    for _ in range(2000):  # work the compiler must keep: busy * 0.0 is no constant in IEEE
+        busy = busy * 0.999 + 0.001
+    y = y + busy * 0.0
+    tl.store("""
+
+
+def test_the_counters_tell_a_memory_bound_kernel_from_a_compute_bound_one(
+    gpu: TritonBackend, tmp_path: Path
+) -> None:
+    """The same SiLU twice: as written (it streams memory) and with 2000 dependent FMAs per
+    element that leave its result unchanged (a task's own kernel: counters are taken for it).
+    Nsight Compute's counters of each move the way the work does: the same DRAM traffic, the
+    SM far busier and the memory system far less so. As a candidate of SiLU, slower than its
+    own kernel, the busy one gets no counters, and its profile says why."""
+    if gpu.nsight is None:
+        pytest.skip("no Nsight Compute (ncu) on this GPU host")
+    task = load_task(SILU)
+    source = (SILU / "kernel.py").read_text()
+    busy_source = source.replace("\n    tl.store(", COMPUTE_BOUND_SILU, 1)
+    assert busy_source != source
+    busy_task = tmp_path / "busy_silu"
+    shutil.copytree(SILU, busy_task)
+    (busy_task / "kernel.py").write_text(busy_source)
+    memory = profile_kernel(task, backend=gpu, shapes="full")
+    compute = profile_kernel(load_task(busy_task), backend=gpu, shapes="full")
+    slow = profile_kernel(task, backend=gpu, shapes="full", kernel_source=busy_source)
+    assert slow.correct, f"{slow.error_kind}: {slow.message}"
+    assert not slow.gpu_kernels
+    assert slow.counters_unavailable is not None
+    assert slow.counters_unavailable.startswith("not taken"), slow.counters_unavailable
+    for result in (memory, compute):
+        assert result.correct, f"{result.error_kind}: {result.message}"
+        assert result.counters_unavailable is None, result.counters_unavailable
+        assert [k["kernel"] for k in result.gpu_kernels] == ["silu_kernel"], result.gpu_kernels
+    low, high = memory.counters, compute.counters
+    assert high["gpu_dram_read_bytes"] == pytest.approx(low["gpu_dram_read_bytes"], rel=0.2)
+    assert high["gpu_sm_throughput_pct"] > 2 * low["gpu_sm_throughput_pct"], (low, high)
+    assert high["gpu_memory_throughput_pct"] < low["gpu_memory_throughput_pct"] / 2, (low, high)
+    assert low["gpu_memory_throughput_pct"] > 50, low  # a streaming kernel near the bandwidth
+    assert "triton_registers_per_thread" in memory.gpu_kernels[0]
+    assert compute.latency_ms is not None
+    assert memory.latency_ms is not None
+    assert compute.latency_ms > 2 * memory.latency_ms
