@@ -8,9 +8,28 @@ from typing import Any, Literal, TypedDict
 
 from nkibench.errors import ErrorKind
 
-__all__ = ["KernelResult", "LatencyKind", "WorkloadOutcome"]
+__all__ = ["GPU_RUN_COUNTERS", "KernelResult", "LatencyKind", "WorkloadOutcome", "kernel_counter"]
 
 LatencyKind = Literal["estimated", "measured"]
+
+GPU_RUN_COUNTERS = (
+    "gpu_dram_read_bytes",
+    "gpu_dram_write_bytes",
+    "gpu_l2_hit_rate_pct",
+    "gpu_sm_throughput_pct",
+    "gpu_memory_throughput_pct",
+    "gpu_registers_per_thread",
+    "gpu_shared_bytes_per_block",
+)
+"""A GPU profile's counters over the kernels of one run, as `KernelResult.counters` names
+them (nkibench.backends.triton.nsight.summarise): what the planner and `accelopt profile`
+show."""
+
+
+def kernel_counter(kernel: dict[str, float | str], name: str) -> float:
+    """One counter of a kernel of `KernelResult.gpu_kernels`; 0.0 where it was not reported."""
+    value = kernel.get(name, 0.0)
+    return value if isinstance(value, float) else 0.0
 
 
 class WorkloadOutcome(TypedDict):

@@ -42,8 +42,8 @@ from agents.search.tunables import variants
 from events.catalog import ExperienceSummarized, PlanProposed, ProfileRecorded, RejectReason
 from events.codec import decode
 from events.projection import fold
-from nkibench.backends.triton.nsight import RUN_COUNTERS
 from nkibench.cost.caveats import caveats
+from nkibench.result import GPU_RUN_COUNTERS
 from nkibench.sandbox.isolation import Isolation
 from nkibench.task.spec import TaskSpec
 
@@ -104,7 +104,7 @@ PROFILE_FIELDS = (
     "bandwidth_ceiling_gbps",
     "matmul_ceiling_tflops",
     # GPUs, where Nsight Compute is: one run's hardware counters over its kernels
-    *RUN_COUNTERS,
+    *GPU_RUN_COUNTERS,
 )
 """The counters the planner sees (AccelOpt's displayed profile, plus DMA transfers)."""
 GPU_KERNELS_SHOWN = 8

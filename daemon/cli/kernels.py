@@ -18,9 +18,8 @@ from daemon.cli.options import (
     seeds_option,
 )
 from daemon.cli.render import emit_json
-from nkibench.backends.triton.nsight import RUN_COUNTERS
 from nkibench.harness import check_kernel, profile_kernel
-from nkibench.result import KernelResult
+from nkibench.result import GPU_RUN_COUNTERS, KernelResult
 from nkibench.task.importer import import_nkibench
 from nkibench.task.spec import load_task
 
@@ -34,7 +33,7 @@ SHOWN_COUNTERS = (
     "mm_arithmetic_intensity",
     "hfu_estimated_percent",
     "dma_small_transfer_percent",
-    *RUN_COUNTERS,
+    *GPU_RUN_COUNTERS,
 )
 
 

@@ -87,6 +87,14 @@ class Mounts:
             self.system or other.system,
         )
 
+    def within(self, other: Mounts) -> bool:
+        """Whether `other` binds everything these do."""
+        return (
+            set(self.devices) <= set(other.devices)
+            and set(self.read_only) <= set(other.read_only)
+            and (other.system or not self.system)
+        )
+
 
 @dataclass(frozen=True)
 class Tmpfs:

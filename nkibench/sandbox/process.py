@@ -365,12 +365,14 @@ def run_child(
                 **progress,
             }
             process: Started | None = None
-            # warm where a zygote can see every folder of the child's
+            # warm where a zygote sees every folder and mount of the child's (and no launcher
+            # is to start it)
             if (
                 warm is not None
                 and not launcher
                 and isolation.contained
                 and warm.covers([*writable, *read_only])
+                and (mounts or Mounts()).within(warm.mounts)
             ):
                 process = _warm_start(
                     held_zygote,

@@ -212,8 +212,6 @@ class FixedInputs:
         declared: Sequence[str | int],
         reseed: Callable[[int], Any],
         workload: WorkloadValues | None = None,
-        *,
-        on_host: bool = False,
     ) -> None:
         self.declared = list(declared)
         self.reseed = reseed
@@ -221,14 +219,6 @@ class FixedInputs:
         self.workload = workload
         """A workload's scalar and safetensors inputs, put in place last (they are the
         workload's own, whatever the draw)."""
-        self.on_host = on_host
-        """Drawn on the host where a backend draws on its device first (the Triton backend's
-        reference phase), after a draw there failed."""
-        self.drawn_seeds = 0
-
-    def fresh(self, *, on_host: bool) -> FixedInputs:
-        """Another draw of the same inputs, nothing of this one's kept."""
-        return FixedInputs(self.declared, self.reseed, self.workload, on_host=on_host)
 
     def draw(self, module: ModuleType, seed: int) -> tuple[list[Any], list[str] | None]:
         """get_inputs() under `seed`, the fixed inputs in place."""
@@ -252,7 +242,6 @@ class FixedInputs:
             values[position] = copy.deepcopy(fixed)  # forward() may not change it for others
         if self.workload is not None:
             self.workload.apply(module, values, names)
-        self.drawn_seeds += 1
         return values, names
 
 

@@ -230,6 +230,8 @@ class WarmPool:
     """Why no zygote starts here (every child then starts cold), once one failed to."""
     failures: list[str] = field(default_factory=list, init=False)
     """The last few reasons a child that was to be warm started cold."""
+    cold_starts: int = field(default=0, init=False)
+    """How many children that were to be warm started cold (failures keeps the last few)."""
 
     def __post_init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="accelopt-warm-"))
@@ -310,6 +312,7 @@ class WarmPool:
         """A child that was to be warm starts cold: say why (the latest few)."""
         with self._lock:
             self.failures = [*self.failures[-9:], str(error)[:500]]
+            self.cold_starts += 1
 
     def describe(self) -> str:
         """For a fingerprint: how children start here, and why some started cold."""
@@ -317,10 +320,10 @@ class WarmPool:
             return f"cold (the warm process failed: {self.disabled[:200]})"
         warm = f"warm (forked, Landlock ABI {landlock.abi_version()})"
         with self._lock:
-            failures = list(self.failures)
+            failures, count = list(self.failures), self.cold_starts
         if not failures:
             return warm
-        return f"{warm}; {len(failures)} started cold, the last: {failures[-1][:200]}"
+        return f"{warm}; {count} started cold, the last: {failures[-1][:200]}"
 
     def close(self) -> None:
         _discard(self._idle, self.root)

@@ -209,6 +209,39 @@ def _cold_through(preload: tuple[str, ...]) -> tuple[WarmPool, ChildOutcome]:
     return pool, outcome
 
 
+def test_a_child_that_needs_a_mount_its_zygote_lacks_starts_cold(
+    pool: WarmPool, tmp_path: Path
+) -> None:
+    """A zygote's sandbox binds the pool's mounts: a child asking for another (a profiler's
+    installation) starts in a sandbox of its own that binds it, never warm without it."""
+    (tmp_path / "tool").mkdir()
+    (tmp_path / "tool" / "marker").write_text("bound")
+    with pool.folders("session-") as folders:
+        outcome = run_child(
+            CHILD,
+            {"entry": "tests.support.warm_probe:echo_phase"},
+            workdir=folders.fresh("work"),
+            limits=Limits(timeout_s=60, memory_mb=None),
+            isolation=pool.isolation,
+            mounts=Mounts(read_only=(str(tmp_path / "tool"),)),
+            warm=pool,
+        )
+        warm, same = run(pool, folders, "echo_phase")
+    assert outcome.result, outcome.stderr_tail
+    assert not outcome.warm
+    assert same.warm  # the pool itself still serves children that need nothing more
+    assert warm is not None
+    assert Mounts(read_only=("/a",)).within(Mounts(read_only=("/a", "/b")))
+    assert not Mounts(system=True).within(Mounts())
+
+
+def test_the_fingerprint_counts_every_child_that_started_cold(pool: WarmPool) -> None:
+    for number in range(12):
+        pool.failed(warm_module.ZygoteFailed(f"failure {number}"))
+    assert pool.describe().endswith("; 12 started cold, the last: failure 11")
+    assert len(pool.failures) == 10  # the reasons kept are the last few
+
+
 def test_children_go_cold_where_a_zygote_cannot_start() -> None:
     broken, outcome = _cold_through(("tests.support.no_such_module",))
     assert not outcome.warm

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from daemon.views.report.model import Candidate, ReportState, TaskReport
+from nkibench.result import kernel_counter
 
 __all__ = [
     "DiffLine",
@@ -117,19 +118,14 @@ def counters_text(kernels: list[dict[str, float | str]], unavailable: str | None
     spills (Nsight Compute's and Triton's reports); or why there are none."""
     if unavailable:
         return f"no GPU counters: {unavailable}"
-
-    def number(kernel: dict[str, float | str], key: str) -> float:
-        value = kernel.get(key, 0.0)
-        return value if isinstance(value, float) else 0.0
-
     return "\n".join(
-        f"{k['kernel']}: DRAM read {number(k, 'dram_read_bytes') / 1e6:.1f} MB, written "
-        f"{number(k, 'dram_write_bytes') / 1e6:.1f} MB, "
-        f"L2 hit {number(k, 'l2_hit_rate_pct'):.0f}%, "
-        f"SM {number(k, 'sm_throughput_pct'):.0f}%, "
-        f"memory {number(k, 'memory_throughput_pct'):.0f}% of peak, "
-        f"{number(k, 'registers_per_thread'):.0f} registers, "
-        f"{number(k, 'triton_spilled_registers'):.0f} spilled"
+        f"{k['kernel']}: DRAM read {kernel_counter(k, 'dram_read_bytes') / 1e6:.1f} MB, written "
+        f"{kernel_counter(k, 'dram_write_bytes') / 1e6:.1f} MB, "
+        f"L2 hit {kernel_counter(k, 'l2_hit_rate_pct'):.0f}%, "
+        f"SM {kernel_counter(k, 'sm_throughput_pct'):.0f}%, "
+        f"memory {kernel_counter(k, 'memory_throughput_pct'):.0f}% of peak, "
+        f"{kernel_counter(k, 'registers_per_thread'):.0f} registers, "
+        f"{kernel_counter(k, 'triton_spilled_registers'):.0f} spilled"
         for k in kernels
     )
 

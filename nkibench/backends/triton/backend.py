@@ -465,7 +465,7 @@ class TritonBackend:
             read = session.child("counters_report", {"report_dir": str(report)}, reads=[report])
             if not read.get("ok"):
                 raise CountersUnreadable(str(read.get("message")))
-            kernels = merge_compiled(checked_kernels(read["kernels"]), answer.get("compiled"))
+            kernels = merge_compiled(checked_kernels(read.get("kernels")), answer.get("compiled"))
         except (PhaseFailure, CountersUnreadable) as e:
             result.counters_unavailable = recordable(f"Nsight Compute: {e}")[:300]
             return

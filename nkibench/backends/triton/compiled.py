@@ -8,11 +8,14 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-__all__ = ["compiled_kernels", "record_compiled_kernels"]
+__all__ = ["REPORTED", "compiled_kernels", "record_compiled_kernels"]
 
 _built: weakref.WeakSet[Any] = weakref.WeakSet()
 FIELDS = {"n_regs": "registers_per_thread", "n_spills": "spilled_registers"}
 METADATA = {"shared": "shared_bytes", "num_warps": "num_warps", "num_stages": "num_stages"}
+REPORTED = (*FIELDS.values(), *METADATA.values())
+"""What compiled_kernels() reports of each kernel, besides its name (the parent reads these
+names, nkibench.backends.triton.nsight.merge_compiled)."""
 
 
 def record_compiled_kernels() -> None:

@@ -27,13 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nkibench.backends.triton.compiled import REPORTED
+from nkibench.result import kernel_counter
 from nkibench.sandbox.readback import UnsafeFile, read_beneath
 
 __all__ = [
     "COUNTED_RANGE",
     "CSV_NAME",
     "CountersUnreadable",
-    "RUN_COUNTERS",
     "NsightCompute",
     "checked_kernels",
     "merge_compiled",
@@ -71,19 +72,6 @@ INSTALLS = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda*/nsight-compute
 """Where Nsight Compute itself lies (the newest found is taken). CUDA's bin/ncu is a script
 that looks for these at run time, in places the sandbox does not show: the real one is
 bound in instead."""
-
-
-RUN_COUNTERS = (
-    "gpu_dram_read_bytes",
-    "gpu_dram_write_bytes",
-    "gpu_l2_hit_rate_pct",
-    "gpu_sm_throughput_pct",
-    "gpu_memory_throughput_pct",
-    "gpu_registers_per_thread",
-    "gpu_shared_bytes_per_block",
-)
-"""The run's counters over its kernels (summarise), as the profile's flat counters name them:
-what the planner and `accelopt profile` show."""
 
 
 class CountersUnreadable(Exception):
@@ -193,7 +181,7 @@ def _table_lines(text: str) -> list[str]:
     """The CSV table's lines: from the header (the first line naming `Kernel Name`) on."""
     lines = text.splitlines()
     for start, line in enumerate(lines):
-        if '"Kernel Name"' in line or (line.startswith("ID,") and "Kernel Name" in line):
+        if '"Kernel Name"' in line:
             return [row for row in lines[start:] if row.startswith('"') or row[:1].isdigit()]
     return []
 
@@ -216,30 +204,29 @@ def _number(field: str) -> float | None:
 def summarise(kernels: list[dict[str, float | str]]) -> dict[str, float]:
     """The run's counters over its kernels, for the profile's flat counters: bytes summed, the
     rates weighted by each kernel's duration, registers and shared memory at their largest."""
-    total_ns = sum(_value(k, "duration_ns") for k in kernels)
+    total_ns = sum(kernel_counter(k, "duration_ns") for k in kernels)
 
     def weighted(name: str) -> float:
         if total_ns <= 0:
-            return sum(_value(k, name) for k in kernels) / len(kernels)
-        return sum(_value(k, name) * _value(k, "duration_ns") for k in kernels) / total_ns
+            return sum(kernel_counter(k, name) for k in kernels) / len(kernels)
+        return (
+            sum(kernel_counter(k, name) * kernel_counter(k, "duration_ns") for k in kernels)
+            / total_ns
+        )
 
     return {
         "gpu_kernels_profiled": float(len(kernels)),
-        "gpu_dram_read_bytes": sum(_value(k, "dram_read_bytes") for k in kernels),
-        "gpu_dram_write_bytes": sum(_value(k, "dram_write_bytes") for k in kernels),
+        "gpu_dram_read_bytes": sum(kernel_counter(k, "dram_read_bytes") for k in kernels),
+        "gpu_dram_write_bytes": sum(kernel_counter(k, "dram_write_bytes") for k in kernels),
         "gpu_l2_hit_rate_pct": weighted("l2_hit_rate_pct"),
         "gpu_sm_throughput_pct": weighted("sm_throughput_pct"),
         "gpu_memory_throughput_pct": weighted("memory_throughput_pct"),
-        "gpu_registers_per_thread": max(_value(k, "registers_per_thread") for k in kernels),
+        "gpu_registers_per_thread": max(kernel_counter(k, "registers_per_thread") for k in kernels),
         "gpu_shared_bytes_per_block": max(
-            _value(k, "static_shared_bytes") + _value(k, "dynamic_shared_bytes") for k in kernels
+            kernel_counter(k, "static_shared_bytes") + kernel_counter(k, "dynamic_shared_bytes")
+            for k in kernels
         ),
     }
-
-
-def _value(kernel: dict[str, float | str], name: str) -> float:
-    value = kernel.get(name, 0.0)
-    return value if isinstance(value, float) else 0.0
 
 
 def report_phase(request: dict[str, Any]) -> dict[str, Any]:
@@ -250,17 +237,6 @@ def report_phase(request: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "kernels": parse_report(data)}
     except (UnsafeFile, CountersUnreadable) as e:
         return {"ok": False, "kind": "measurement", "message": str(e)[:300]}
-
-
-COMPILED_FIELDS = (
-    "registers_per_thread",
-    "spilled_registers",
-    "shared_bytes",
-    "num_warps",
-    "num_stages",
-)
-"""What the counters child reports of each kernel Triton built
-(nkibench.backends.triton.compiled)."""
 
 
 def checked_kernels(found: Any) -> list[dict[str, float | str]]:
@@ -298,7 +274,7 @@ def merge_compiled(
             continue
         numbers = {
             f"triton_{key}": float(entry[key])
-            for key in COMPILED_FIELDS
+            for key in REPORTED
             if isinstance(entry.get(key), int)
             and not isinstance(entry.get(key), bool)
             and 0 <= entry[key] < 2**31

@@ -144,24 +144,34 @@ def _load_torch(path: Path, key: str) -> torch.Tensor:
     return tensor
 
 
-def _draw(
-    fixed: FixedInputs, module: Any, seed: int, device: str
-) -> tuple[list[Any], list[str] | None, FixedInputs]:
+class DeviceDraws:
     """get_inputs() on the GPU where it can run there: drawing hundreds of millions of random
     numbers on the host took seconds a seed (bench/GPU.md), the GPU takes milliseconds. A draw
     that cannot run there (a CPU generator, NumPy) fails on the first seed: that seed and
-    every later one are drawn on the host, under their own seeds, with the fixed inputs drawn
-    there again (returned: the FixedInputs the later seeds use)."""
-    if device != "cuda" or fixed.on_host:
-        return (*fixed.draw(module, seed), fixed)
-    try:
-        with torch.device(device):
-            return (*fixed.draw(module, seed), fixed)
-    except Exception:
-        if fixed.drawn_seeds:
-            raise  # it drew on the GPU before: this failure is the task's
-    on_host = fixed.fresh(on_host=True)
-    return (*on_host.draw(module, seed), on_host)
+    every later one are drawn on the host, under their own seeds, the fixed inputs drawn there
+    again. A failure on the GPU after a seed was drawn there is the task's."""
+
+    def __init__(self, fixed: FixedInputs, device: str) -> None:
+        self.fixed = fixed
+        self.on_gpu = device == "cuda"
+        self.drawn = 0
+
+    def draw(self, module: Any, seed: int) -> tuple[list[Any], list[str] | None]:
+        if self.on_gpu:
+            try:
+                with torch.device("cuda"):
+                    return self._counted(module, seed)
+            except Exception:
+                if self.drawn:
+                    raise
+            self.on_gpu = False
+            self.fixed = FixedInputs(self.fixed.declared, self.fixed.reseed, self.fixed.workload)
+        return self._counted(module, seed)
+
+    def _counted(self, module: Any, seed: int) -> tuple[list[Any], list[str] | None]:
+        drawn = self.fixed.draw(module, seed)
+        self.drawn += 1
+        return drawn
 
 
 def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
@@ -175,8 +185,11 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
         with span("cuda_init"):
             torch.cuda.init()  # type: ignore[no-untyped-call]
     seeds: dict[str, Any] = {}
-    fixed = FixedInputs(
-        request.get("fixed_inputs", []), torch.manual_seed, WorkloadValues(request, _load_torch)
+    draws = DeviceDraws(
+        FixedInputs(
+            request.get("fixed_inputs", []), torch.manual_seed, WorkloadValues(request, _load_torch)
+        ),
+        device,
     )
     roofline_counts = SeedCounts(module, str(path))
     for seed in request["seeds"]:
@@ -186,7 +199,7 @@ def reference_phase(request: dict[str, Any]) -> dict[str, Any]:
         hidden.mkdir(parents=True, exist_ok=True)
         try:
             with span("inputs"):
-                inputs, names, fixed = _draw(fixed, module, seed, device)
+                inputs, names = draws.draw(module, seed)
                 counts = roofline_counts.entry(seed, inputs, names)  # as drawn, before forward()
             started = time.perf_counter()
             with span("reference"), torch.no_grad():

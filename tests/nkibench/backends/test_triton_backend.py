@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
+import torch
 
 from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.backends.triton.backend import REVERIFY_SPEEDUP, TritonBackend, mixed_inputs
+from nkibench.backends.triton.phases import DeviceDraws
 from nkibench.errors import BackendUnavailable
 from nkibench.harness import check_kernel, profile_kernel
+from nkibench.sandbox.reference import FixedInputs
 from nkibench.suites import GPU_LARGE_SUITE
 from nkibench.suites import NKI_LEGACY_SUITE as SUITE
 from nkibench.task.spec import load_task
@@ -370,3 +374,45 @@ def test_a_kernel_on_integer_and_floating_point_inputs_is_reverified_when_faster
     assert backend._reverify_above(session) == (1.0 if mixed else REVERIFY_SPEEDUP)
     backend.reverify_speedup = float("inf")
     assert backend._reverify_above(session) == float("inf")
+
+
+class _Inputs:
+    """A reference module whose draws are scripted: `torch.randn` (which needs the device),
+    or NumPy (which runs anywhere), and a failure on a later seed."""
+
+    def __init__(self, torch_first: bool) -> None:
+        self.torch_first = torch_first
+        self.calls = 0
+
+    def get_inputs(self) -> list[object]:
+        self.calls += 1
+        if self.calls > 2:
+            raise ValueError("this task's draw fails on its third call")
+        if self.torch_first:
+            return [torch.randn(4)]
+        return [np.arange(4.0)]
+
+
+def test_a_draw_that_cannot_run_on_the_device_is_drawn_on_the_host() -> None:
+    """The reference's child draws on the GPU first. Here (no CUDA in this torch) the draw
+    fails there, and that seed is drawn on the host under the same seed: the values a host
+    draw gives. Once a seed was drawn on the device, a later failure is the task's: raised,
+    not drawn again elsewhere."""
+    if torch.cuda.is_available():
+        pytest.skip("torch sees a GPU here: the device draw would succeed")
+    module = _Inputs(torch_first=True)
+    draws = DeviceDraws(FixedInputs([], torch.manual_seed), "cuda")
+    values, _ = draws.draw(module, 7)
+    torch.manual_seed(7)
+    assert torch.equal(values[0], torch.randn(4))
+    assert not draws.on_gpu
+    assert module.calls == 2  # the device's attempt, then the host's
+
+    drawn_on_device = DeviceDraws(FixedInputs([], torch.manual_seed), "cuda")
+    numpy_module = _Inputs(torch_first=False)
+    drawn_on_device.draw(numpy_module, 1)  # NumPy: nothing asks for the device
+    drawn_on_device.draw(numpy_module, 2)
+    assert drawn_on_device.on_gpu
+    with pytest.raises(ValueError, match="third call"):
+        drawn_on_device.draw(numpy_module, 3)
+    assert numpy_module.calls == 3  # raised once, never drawn again on the host

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from daemon.views.report.view import counters_text
 from nkibench.backends.triton.nsight import (
     REPORT_LIMIT,
     CountersUnreadable,
@@ -23,6 +24,7 @@ from nkibench.backends.triton.nsight import (
     report_phase,
     summarise,
 )
+from nkibench.result import GPU_RUN_COUNTERS
 from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import Limits, run_child
 from nkibench.sandbox.warm import WarmPool
@@ -74,6 +76,18 @@ def test_the_run_sums_bytes_and_weights_rates_by_duration() -> None:
     # 10.5% for a quarter of the time, 99.13% for three quarters
     assert summary["gpu_sm_throughput_pct"] == pytest.approx(0.25 * 10.5 + 0.75 * 99.13)
     assert summary["gpu_registers_per_thread"] == 26.0
+    assert set(GPU_RUN_COUNTERS) <= set(summary)  # every counter the planner is shown
+
+
+def test_the_report_gives_a_line_per_kernel_or_says_why_there_is_none() -> None:
+    kernels = merge_compiled(parse_report(REPORT), [{"kernel": "add", "spilled_registers": 3}])
+    lines = counters_text(kernels, None).splitlines()
+    assert lines[0] == (
+        "add: DRAM read 268.4 MB, written 134.2 MB, L2 hit 16%, SM 10%, memory 0% of peak, "
+        "26 registers, 3 spilled"
+    )
+    assert lines[1].startswith("fma: DRAM read 134.2 MB")
+    assert counters_text([], "no ncu here") == "no GPU counters: no ncu here"
 
 
 @pytest.mark.parametrize(
