@@ -4,6 +4,7 @@
 # and bubblewrap with its libraries in .devbin, for an image that has none):
 #   bench/gpu_session.sh tests [PYTEST ARGS...]  the GPU tests (skipped in CI), and the triton
 #                                                backend's own tests on the GPU
+#   bench/gpu_session.sh pytest ARGS...          pytest ARGS alone (some GPU tests, say)
 #   bench/gpu_session.sh bench [ARGS...]         accelopt bench gpu ARGS, JSON saved under $OUT
 #                                                (--breakdown --passes 1: where the time goes)
 #   bench/gpu_session.sh flashinfer              the FlashInfer-Bench round trip on this GPU: the
@@ -40,6 +41,10 @@ case "${1:-}" in
             tests/nkibench/backends/test_triton_backend.py tests/nkibench/test_breakdown.py \
             "${@:2}" 2>&1 | tee "$OUT/tests.log"
         ;;
+    pytest)
+        python3 -m pytest -q -p no:cacheprovider -o addopts="" --timeout=600 -rs "${@:2}" \
+            2>&1 | tee "$OUT/tests.log"
+        ;;
     bench)
         accelopt bench gpu --save "$OUT/bench_gpu.json" "${@:2}" 2>&1 | tee "$OUT/bench.log"
         ;;
@@ -72,7 +77,7 @@ case "${1:-}" in
             > "$OUT/suite_${3//\//of}.json" 2> >(tee "$OUT/suite.log" >&2)
         ;;
     *)
-        echo "usage: $0 tests|bench|flashinfer|suite [ARGS...]" >&2
+        echo "usage: $0 tests|pytest|bench|flashinfer|suite [ARGS...]" >&2
         exit 2
         ;;
 esac

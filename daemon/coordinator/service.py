@@ -77,6 +77,9 @@ log = structlog.get_logger("accelopt.daemon")
 DRAIN_LIMIT_S = 30.0
 """How long a stopping daemon waits for its searches and workers before it writes its last events
 and exits (the systemd unit's TimeoutStopSec leaves room for it)."""
+SAVE_EVERY_S = 10.0
+"""How long the projections' folded state may stay unsaved (ProjectionRunner): a crash folds
+those events again from the log, and a clean stop saves them."""
 RECYCLE_EXIT = 9
 """The exit status of a daemon that stopped to give its memory back (systemd's
 Restart=on-failure starts the next one)."""
@@ -121,11 +124,12 @@ class Daemon:
         self.folding = threading.Lock()
         """Held while the projections fold, and by clock jobs while they read them: the main
         loop alone folds, so it reads them without."""
-        self._library = ProjectionRunner(store, LibraryProjection())
-        self._portfolio = ProjectionRunner(store, PortfolioProjection())
+        self._library = ProjectionRunner(store, LibraryProjection(), save_every_s=SAVE_EVERY_S)
+        self._portfolio = ProjectionRunner(store, PortfolioProjection(), save_every_s=SAVE_EVERY_S)
+        memory = make_projection("memory", settings)  # as the CLI reads it
         self.runners: list[ProjectionRunner[Any]] = [
             self._library,
-            ProjectionRunner(store, make_projection("memory", settings)),  # as the CLI reads it
+            ProjectionRunner(store, memory, save_every_s=SAVE_EVERY_S),
             self._portfolio,
         ]
         self.synced: dict[str, int] = {}
@@ -417,6 +421,7 @@ class Daemon:
             with self.folding:
                 for runner in self.runners:
                     runner.catch_up()
+                    runner.flush()
             _record_lifecycle(
                 self.recorder,
                 DaemonStopped(host=platform.node(), pid=os.getpid(), reason=self.reason),

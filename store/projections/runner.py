@@ -5,6 +5,7 @@ as the fold goes (`fold_steps`)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -78,6 +79,12 @@ class ProjectionRunner(Generic[S]):
 
     State and checkpoint are one row written in one transaction, so a crash between folding
     and saving replays the unsaved events into the saved state: each event counts once.
+
+    `save_every_s`: how long folded events may stay unsaved (0: saved after every batch). A
+    save writes the whole state, so a process that folds a few events at a time, as the daemon
+    does, would otherwise write its state once per event: time that grows with the state
+    (2,000 new task folders took the daemon 170 s on a 2-core host, 44% of it saving). What is
+    not saved yet is folded again from the log after a crash; `flush` saves it at a clean stop.
     """
 
     def __init__(
@@ -87,11 +94,14 @@ class ProjectionRunner(Generic[S]):
         *,
         codec: Codec = DEFAULT_CODEC,
         commit_every: int = 1000,
+        save_every_s: float = 0.0,
     ) -> None:
         self.store = store
         self.projection = projection
         self.codec = codec
         self.commit_every = commit_every
+        self.save_every_s = save_every_s
+        self._saved_at = time.monotonic()
         self.state: S = projection.initial()
         self.position = 0
         self._saved: Checkpoint | None = None
@@ -129,7 +139,19 @@ class ProjectionRunner(Generic[S]):
         )
         assert last is not None
         self.position = last
-        self.commit()
+        if self._unsaved() >= self.commit_every or (
+            time.monotonic() - self._saved_at >= self.save_every_s
+        ):
+            self.commit()
+
+    def _unsaved(self) -> int:
+        return self.position - (self._saved.position if self._saved is not None else 0)
+
+    def flush(self) -> None:
+        """Save what was folded since the last save, if anything was."""
+        saved = self._saved
+        if saved is None or self._unsaved() or saved.code_version != self.projection.version:
+            self.commit()
 
     def catch_up(self, *, until: int | None = None) -> int:
         """Fold everything up to `until` (default: the head), committing every batch."""
@@ -158,6 +180,7 @@ class ProjectionRunner(Generic[S]):
         )
         self.store.save_checkpoint(checkpoint, previous=self._saved)
         self._saved = checkpoint
+        self._saved_at = time.monotonic()
 
     def snapshot(self) -> Snapshot:
         """Cache the current state for replays "as of" later positions."""
@@ -178,6 +201,7 @@ class ProjectionRunner(Generic[S]):
         ) as subscription:
             while not stop.is_set():
                 self.process(subscription.poll(poll_interval))
+        self.flush()
 
 
 @dataclass

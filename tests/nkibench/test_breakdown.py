@@ -15,7 +15,7 @@ import pytest
 
 from nkibench.backend import Phase
 from nkibench.backends.triton.backend import TritonBackend
-from nkibench.breakdown import COLUMNS, Breakdown, recording
+from nkibench.breakdown import COLUMNS, COUNTERS_PHASES, Breakdown, recording
 from nkibench.harness import fresh_seeds, profile_kernel, run_phase
 from nkibench.sandbox.folders import SessionFolders
 from nkibench.sandbox.isolation import Isolation
@@ -148,7 +148,8 @@ def test_the_phases_of_a_profile_sum_to_the_wall_its_caller_measured(
     assert breakdown.notes == []
     phases = [c.phase for c in breakdown.children]
     gpu = triton_backend.host.gpu is not None
-    assert phases == ["reference", "kernel", "compare", *(["measure"] if gpu else [])]
+    timed = ["measure", *(COUNTERS_PHASES if triton_backend.nsight is not None else ())]
+    assert phases == ["reference", "kernel", "compare", *(timed if gpu else [])]
     for child in breakdown.children:
         assert child.total_s is not None
         assert child.total_s < child.life_s

@@ -128,3 +128,32 @@ def test_a_writer_that_holds_sqlite_too_long_gives_store_busy(
     finally:
         holder.close()
         store.close()
+
+
+def test_a_runner_that_saves_at_intervals_keeps_each_event_once(store: EventStore) -> None:
+    """save_every_s: events folded since the last save stay unsaved (the state is written
+    whole, so not once per event); a runner that dies before saving leaves a checkpoint from
+    which the next one folds them again, and flush saves them at a clean stop."""
+    add_task(store, "a")
+    runner = ProjectionRunner(store, LibraryProjection(), save_every_s=3600)
+    runner.catch_up()
+    assert store.load_checkpoint("library") is None
+    runner.flush()
+    for name in ("b", "c"):
+        add_task(store, name)
+        runner.catch_up()
+    assert runner.position == 3
+    saved = store.load_checkpoint("library")
+    assert saved is not None
+    assert saved.position == 1
+    successor = ProjectionRunner(store, LibraryProjection(), save_every_s=3600)
+    assert successor.position == 1  # as if the first runner had been killed here
+    successor.catch_up()
+    assert canonical_json(successor.projection.dump(successor.state)) == canonical_json(
+        runner.projection.dump(runner.state)
+    )
+    successor.flush()
+    saved = store.load_checkpoint("library")
+    assert saved is not None
+    assert saved.position == 3
+    assert set(LibraryProjection().load(saved.state).tasks) == {"a", "b", "c"}

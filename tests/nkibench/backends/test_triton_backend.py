@@ -164,10 +164,15 @@ def test_a_run_that_takes_a_torch_fallback_launches_nothing_and_is_not_correct(
     triton_backend: TritonBackend,
 ) -> None:
     """Under the interpreter the inputs are CPU tensors, so a `not x.is_cuda` fallback runs:
-    its outputs are right, and it launched no Triton kernel (nor does a grid of no program):
-    not correct, with the reason (NoTritonLaunch), on a GPU by the same code."""
+    its outputs are right, and it launched no Triton kernel: not correct, with the reason
+    (NoTritonLaunch). On a GPU the fallback never runs: what ran decides, and it is correct.
+    A grid of no program launches nothing anywhere."""
     allowing = load_task(DATA / "adversarial" / "tasks" / "silu_torch")
-    for source in (FALLBACK, EMPTY_GRID):
+    gpu = triton_backend.host.gpu is not None
+    if gpu:
+        taken = check_kernel(allowing, backend=triton_backend, kernel_source=FALLBACK)
+        assert taken.correct, f"{taken.error_kind}: {taken.message}"
+    for source in (EMPTY_GRID,) if gpu else (FALLBACK, EMPTY_GRID):
         result = check_kernel(allowing, backend=triton_backend, kernel_source=source)
         assert (result.error_kind, result.correct) == ("incorrect", False), result.message
         assert "run() launched no Triton kernel (seed " in result.message

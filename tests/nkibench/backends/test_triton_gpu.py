@@ -298,7 +298,7 @@ def test_the_counters_tell_a_memory_bound_kernel_from_a_compute_bound_one(
     """The same SiLU twice: as written (it streams memory) and with 2000 dependent FMAs per
     element that leave its result unchanged (a task's own kernel: counters are taken for it).
     Nsight Compute's counters of each move the way the work does: the same DRAM traffic, the
-    SM far busier and the memory system far less so. As a candidate of SiLU, slower than its
+    SM busier and the memory system far less so. As a candidate of SiLU, slower than its
     own kernel, the busy one gets no counters, and its profile says why."""
     if gpu.nsight is None:
         pytest.skip("no Nsight Compute (ncu) on this GPU host")
@@ -322,7 +322,9 @@ def test_the_counters_tell_a_memory_bound_kernel_from_a_compute_bound_one(
         assert [k["kernel"] for k in result.gpu_kernels] == ["silu_kernel"], result.gpu_kernels
     low, high = memory.counters, compute.counters
     assert high["gpu_dram_read_bytes"] == pytest.approx(low["gpu_dram_read_bytes"], rel=0.2)
-    assert high["gpu_sm_throughput_pct"] > 2 * low["gpu_sm_throughput_pct"], (low, high)
+    # Not a multiple: a streaming kernel's SM throughput is far from idle already (on an H200,
+    # 68.7% for SiLU, its load-store units' share), and the busy one's cannot pass 100%.
+    assert high["gpu_sm_throughput_pct"] > low["gpu_sm_throughput_pct"] + 15, (low, high)
     assert high["gpu_memory_throughput_pct"] < low["gpu_memory_throughput_pct"] / 2, (low, high)
     assert low["gpu_memory_throughput_pct"] > 50, low  # a streaming kernel near the bandwidth
     assert "triton_registers_per_thread" in memory.gpu_kernels[0]
