@@ -67,11 +67,13 @@ def record_revision(
     again: what was validated is what is recorded); its position in the log."""
     if folder_hash(files) != task.content_hash:
         raise TaskError(f"{task.path}: the files are not those the task was loaded from")
+    names = sorted(files)
+    hashes = recorder.store.put_blobs(files[name] for name in names)
     event = KernelSourceChanged(
         task=task.name,
         task_dir=str(task.path),
         content_hash=task.content_hash,
-        files={name: recorder.store.put_blob(content) for name, content in sorted(files.items())},
+        files=dict(zip(names, hashes, strict=True)),
         dialect=task.dialect,
     )
     key = f"source|{task.path}|{task.content_hash}|after:{previous}"

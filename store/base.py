@@ -358,18 +358,28 @@ class EventStore(ABC):
     def put_blob(self, content: bytes | str) -> str:
         """Store content once under its sha256 and return the hash (str is stored as UTF-8).
         Text is scrubbed first, so the hash is that of what is stored."""
+        return self._put_blob(self._scrubbed(content))
+
+    def put_blobs(self, contents: Iterable[bytes | str]) -> list[str]:
+        """put_blob() of each, in one write where an adapter can (a task folder's files)."""
+        return self._put_blobs([self._scrubbed(content) for content in contents])
+
+    def _scrubbed(self, content: bytes | str) -> bytes:
         raw = content.encode("utf-8") if isinstance(content, str) else content
         if self.scrubber:
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
-                return self._put_blob(raw)  # not text: nothing a secret could be read from
+                return raw  # not text: nothing a secret could be read from
             raw = self.scrubber.text(text).encode("utf-8")
-        return self._put_blob(raw)
+        return raw
 
     @abstractmethod
     def _put_blob(self, raw: bytes) -> str:
         """put_blob(), its content already scrubbed and encoded."""
+
+    def _put_blobs(self, raws: list[bytes]) -> list[str]:
+        return [self._put_blob(raw) for raw in raws]
 
     @abstractmethod
     def get_blob(self, sha256: str) -> bytes:

@@ -407,22 +407,31 @@ class SqlEventStore(EventStore):
         return pg_dialect.insert if self.dialect == "postgresql" else sqlite_dialect.insert
 
     def _put_blob(self, raw: bytes) -> str:
-        digest = blob_hash(raw)
-        compression, stored = compress_blob(raw)
-        statement = (
-            self._insert()(blobs)
-            .values(
-                sha256=digest,
-                size=len(raw),
-                compression=compression,
-                content=stored,
-                created_at=_utcnow(),
+        return self._put_blobs([raw])[0]
+
+    def _put_blobs(self, raws: list[bytes]) -> list[str]:
+        """One transaction for all: on SQLite each commit is a sync to disk."""
+        digests = []
+        statements = []
+        for raw in raws:
+            digest = blob_hash(raw)
+            compression, stored = compress_blob(raw)
+            digests.append(digest)
+            statements.append(
+                self._insert()(blobs)
+                .values(
+                    sha256=digest,
+                    size=len(raw),
+                    compression=compression,
+                    content=stored,
+                    created_at=_utcnow(),
+                )
+                .on_conflict_do_nothing(index_elements=["sha256"])
             )
-            .on_conflict_do_nothing(index_elements=["sha256"])
-        )
         with self._write() as connection:
-            connection.execute(statement)
-        return digest
+            for statement in statements:
+                connection.execute(statement)
+        return digests
 
     def get_blob(self, sha256: str) -> bytes:
         query = sa.select(blobs.c.compression, blobs.c.content).where(blobs.c.sha256 == sha256)

@@ -352,9 +352,13 @@ class Daemon:
     def _last_sync(self, library: Path) -> None:
         """The library folder follows the log on each tick; a stop must not leave it behind
         what the searches it drained recorded (a failing database leaves it as the last tick
-        wrote it)."""
+        wrote it). The projections save what they folded last, its stop included."""
         with contextlib.suppress(StoreError):
-            if self._fold_new_events():
+            changed = self._fold_new_events()
+            with self.folding:
+                for runner in self.runners:
+                    runner.flush()
+            if changed:
                 self._sync_library(library)
 
     def _ending(self) -> tuple[str, int] | None:
@@ -421,7 +425,6 @@ class Daemon:
             with self.folding:
                 for runner in self.runners:
                     runner.catch_up()
-                    runner.flush()
             _record_lifecycle(
                 self.recorder,
                 DaemonStopped(host=platform.node(), pid=os.getpid(), reason=self.reason),

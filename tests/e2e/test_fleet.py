@@ -127,8 +127,10 @@ def test_three_hosts_serve_thirty_tasks_each_job_once_each_device_one_job_at_a_t
     searched = {p.task for p in profiles if p.purpose == "candidate"}
     assert searched == baselines  # each search profiled its candidates on the fleet too
     assert not [job for job, n in Counter(p.job_id for p in profiles).items() if n > 1]
-    calls = [c.call_id for c in coordinator.events(LLMCallCompleted)]
-    assert len(calls) == len(set(calls))  # no LLM call recorded twice
+    # no LLM call answered twice (an attempt that failed, timed out on a loaded host say, is
+    # recorded under its call's id and asked again)
+    calls = [c.call_id for c in coordinator.events(LLMCallCompleted) if c.error is None]
+    assert len(calls) == len(set(calls))
 
     listed = jobs(coordinator)
     assert len(listed) == len(profiles)  # every recorded profile came from one job

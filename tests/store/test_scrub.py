@@ -12,6 +12,7 @@ import urllib.parse
 from hypothesis import given
 from hypothesis import strategies as st
 
+from store.memory import MemoryEventStore
 from store.scrub import REDACTED, Scrubber
 
 KEY = "sk-live-4f9c2a7e81d0b6a3"
@@ -87,3 +88,13 @@ def test_an_extended_scrubber_keeps_the_forms_of_the_first_secrets() -> None:
 def test_values_are_scrubbed_in_keys_and_nested_lists() -> None:
     scrubbed = Scrubber([KEY]).value({KEY: [KEY.encode().hex(), {"n": 1}], "ok": "fine"})
     assert scrubbed == {REDACTED: [REDACTED, {"n": 1}], "ok": "fine"}
+
+
+def test_a_store_scrubs_each_text_of_a_batch_of_blobs_and_keeps_binary_whole() -> None:
+    store = MemoryEventStore(scrubber=Scrubber([KEY]))
+    binary = b"\xff\xfe" + KEY.encode()  # not UTF-8: no text a secret could be read from
+    text, kept = store.put_blobs([f"api_key = {KEY!r}\n", binary])
+    assert KEY not in store.get_text(text)
+    assert REDACTED in store.get_text(text)
+    assert store.get_blob(kept) == binary
+    assert text == store.put_blob(f"api_key = {KEY!r}\n")

@@ -166,6 +166,10 @@ def test_blobs_are_content_addressed(store: EventStore) -> None:
     assert store.get_blob(store.put_blob(binary)) == binary
     with pytest.raises(StoreError, match="no blob"):
         store.get_blob("0" * 64)
+    several = store.put_blobs(["y = 2", small, binary, "y = 2"])  # one write, in order
+    assert several[1:3] == [digest, store.put_blob(binary)]
+    assert several[0] == several[3] != digest
+    assert store.get_text(several[0]) == "y = 2"
 
 
 def test_checkpoints_are_compare_and_set(store: EventStore) -> None:
