@@ -154,7 +154,7 @@ class ProjectionRunner(Generic[S]):
             self.commit()
 
     def catch_up(self, *, until: int | None = None) -> int:
-        """Fold everything up to `until` (default: the head), committing every batch."""
+        """Fold everything up to `until` (default: the head), saving as `save_every_s` says."""
         batch: list[StoredEvent] = []
         for stored in self.store.read_all(after=self.position, until=until):
             batch.append(stored)

@@ -26,6 +26,7 @@ from nkibench.sandbox.warm import WarmPool
 from tests.nkibench.test_sandbox import SECRETS
 from tests.support import REPOSITORY
 from tests.support.processes import MARK, wait_for_none
+from tests.support.warm_pool import child_of_a_fresh_pool
 
 CHILD = "nkibench.sandbox.child"
 
@@ -190,23 +191,7 @@ def test_a_hung_warm_child_is_killed_at_its_limit_and_the_zygote_serves_on(
 def _cold_through(preload: tuple[str, ...]) -> tuple[WarmPool, ChildOutcome]:
     """A child asked of a pool whose zygote starts with `preload` (the pool, closed, and the
     child's outcome)."""
-    isolation = Isolation.detect()
-    if WarmPool.possible(isolation) is not None:
-        pytest.skip("no warm processes here")
-    pool = WarmPool(isolation, Mounts(), {}, preload)
-    try:
-        with pool.folders("session-") as folders:
-            outcome = run_child(
-                "tests.support.sandbox_probe",
-                {"probe": "env"},
-                workdir=folders.fresh("work"),
-                limits=Limits(timeout_s=60, memory_mb=None),
-                isolation=isolation,
-                warm=pool,
-            )
-    finally:
-        pool.close()
-    return pool, outcome
+    return child_of_a_fresh_pool(preload, "tests.support.sandbox_probe", {"probe": "env"})
 
 
 def test_a_child_that_needs_a_mount_its_zygote_lacks_starts_cold(

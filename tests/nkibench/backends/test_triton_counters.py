@@ -25,10 +25,8 @@ from nkibench.backends.triton.nsight import (
     summarise,
 )
 from nkibench.result import GPU_RUN_COUNTERS
-from nkibench.sandbox.isolation import Isolation, Mounts
-from nkibench.sandbox.process import Limits, run_child
-from nkibench.sandbox.warm import WarmPool
 from tests.support.processes import MARK
+from tests.support.warm_pool import child_of_a_fresh_pool
 
 HEADER = (
     '"ID","Process ID","Process Name","Host Name","thread Domain:Push/Pop_Range:PL_Type",'
@@ -176,25 +174,14 @@ def test_a_launcher_starts_the_child_cold_inside_the_sandbox(tmp_path: Path) -> 
     """A profiler's command line before the child's: the child it starts runs the phase as
     any other (its result comes back), cold even where a zygote could fork it (a fork would
     escape the profiler)."""
-    isolation = Isolation.detect()
-    if WarmPool.possible(isolation) is not None:
-        pytest.skip("no warm processes here")
     env = shutil.which("env")
     assert env is not None
-    pool = WarmPool(isolation, Mounts(), {}, ("nkibench.sandbox.child",))
-    try:
-        with pool.folders("session-") as folders:
-            outcome = run_child(
-                "nkibench.sandbox.child",
-                {"entry": "tests.support.warm_probe:echo_phase"},
-                workdir=folders.fresh("work"),
-                limits=Limits(timeout_s=60, memory_mb=None),
-                isolation=isolation,
-                warm=pool,
-                launcher=[env, f"{MARK}=set by the launcher"],
-            )
-    finally:
-        pool.close()
+    _, outcome = child_of_a_fresh_pool(
+        ("nkibench.sandbox.child",),
+        "nkibench.sandbox.child",
+        {"entry": "tests.support.warm_probe:echo_phase"},
+        launcher=[env, f"{MARK}=set by the launcher"],
+    )
     assert outcome.result, outcome.stderr_tail
     assert not outcome.warm
     assert json.loads(outcome.result)["marker"] == "set by the launcher"
