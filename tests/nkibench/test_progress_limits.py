@@ -13,6 +13,9 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 from nkibench.backends.nkisim.backend import NkisimBackend
 from nkibench.harness import (
     BASELINE_FACTOR,
@@ -20,6 +23,9 @@ from nkibench.harness import (
     check_kernel,
     kernel_limits,
 )
+from nkibench.nkisim.machine import Config
+from nkibench.nkisim.runtime import execute
+from nkibench.sandbox.loader import load_kernel
 from nkibench.sandbox.process import Limits
 from nkibench.task.spec import TaskSpec, load_task
 
@@ -28,8 +34,10 @@ FLOOR_S = 6.0
 Not less: a child must show progress within it, and on a 2-core host running a dozen other
 processes (make test's four workers and their daemons) a 2 s floor was once passed without
 an instruction executed, and the kernel that makes progress was killed."""
-SLOW_REPEATS = 12000
-"""Load-store pairs of a 128 x 8192 tile that take nkisim about 3x FLOOR_S here."""
+SLOW_WORK_S = 4 * FLOOR_S
+"""What the slow kernel's two runs (a seed's and the order check's) take together: 4x the
+floor, so that it passes its floor by far, and a host that turns twice as fast between the
+calibration and the check still runs it well past."""
 START_UP_S = 8.0
 """What a check spends outside the kernel's limit: the static check's child, the reference's
 and the comparison's, each a sandboxed Python that imports NumPy."""
@@ -77,7 +85,21 @@ def _task(folder: Path, kernel: str) -> TaskSpec:
     return load_task(folder)
 
 
-def slow_task(folder: Path, repeats: int = SLOW_REPEATS) -> TaskSpec:
+@pytest.fixture(scope="module")
+def repeats_per_second(shadow_modules: None) -> float:
+    """How many of the slow kernel's load-store pairs nkisim runs per second on this host, now:
+    a fixed count of them would take 17 s on one 2-core host and 6 s on another, killed by
+    the floor on neither or by the candidate limit on neither."""
+    repeats = 1000
+    kernel = load_kernel(SLOW_KERNEL.format(repeats=repeats), "slow.py", "kernel", "nki-legacy")
+    x = np.random.default_rng(0).normal(size=(128, 8192)).astype(np.float32)
+    ran = execute(kernel, [x], Config(kernel_file="slow.py"))
+    return repeats / ran.seconds
+
+
+def slow_task(folder: Path, repeats_per_second: float, work_s: float = SLOW_WORK_S) -> TaskSpec:
+    """A kernel whose two runs take `work_s` together at the measured rate."""
+    repeats = max(1, round(repeats_per_second * work_s / 2))
     return _task(folder, SLOW_KERNEL.format(repeats=repeats))
 
 
@@ -126,12 +148,13 @@ def test_the_limit_follows_the_baseline_then_progress_then_the_reference() -> No
     assert kernel_limits(task_limit, reference_s=20.0).timeout_s == 200.0
 
 
-def test_a_slow_kernel_that_makes_progress_runs_past_the_floor(tmp_path: Path) -> None:
+def test_a_slow_kernel_that_makes_progress_runs_past_the_floor(
+    tmp_path: Path, repeats_per_second: float
+) -> None:
     """(A legitimate current-NKI conv1d of many small instructions was killed at 60 s.)"""
-    elapsed, kind, message = _check(slow_task(tmp_path / "slow"))
+    elapsed, kind, message = _check(slow_task(tmp_path / "slow", repeats_per_second))
     assert (kind, message) == ("", "")
-    # it ran well past the floor (about 3x here; the margin lets a host twice as fast pass)
-    assert elapsed > 1.5 * FLOOR_S
+    assert elapsed > 2 * FLOOR_S  # it ran well past the floor
 
 
 def test_a_hang_without_progress_is_a_timeout_at_the_floor(tmp_path: Path) -> None:
@@ -141,11 +164,14 @@ def test_a_hang_without_progress_is_a_timeout_at_the_floor(tmp_path: Path) -> No
     assert elapsed < FLOOR_S + START_UP_S
 
 
-def test_a_candidate_gets_the_baseline_derived_limit(tmp_path: Path) -> None:
-    """The slow kernel as a candidate of a task whose baseline ran 0.5 s: 10 x 0.5 s x its two
-    runs (one seed, and the order check) is 10 s, above the floor, and its progress buys no
-    more."""
-    elapsed, kind, message = _check(slow_task(tmp_path / "slow"), baseline_kernel_s=0.5)
+def test_a_candidate_gets_the_baseline_derived_limit(
+    tmp_path: Path, repeats_per_second: float
+) -> None:
+    """A slow kernel (40 s of work) as a candidate of a task whose baseline ran 0.5 s: 10 x
+    0.5 s x its two runs (one seed, and the order check) is 10 s, above the floor, and its
+    progress buys no more."""
+    task = slow_task(tmp_path / "slow", repeats_per_second, work_s=40.0)
+    elapsed, kind, message = _check(task, baseline_kernel_s=0.5)
     assert kind == "timeout"
     assert "ran past the 10 s limit and was killed" in message
     assert 10.0 < elapsed < 10.0 + START_UP_S
