@@ -12,8 +12,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from daemon.coordinator.service import DRAIN_LIMIT_S
 from events.catalog import (
     CandidateRejected,
@@ -76,7 +74,6 @@ def stop_timed(daemon: DaemonProcess) -> float:
     return time.monotonic() - sent
 
 
-@pytest.mark.slow
 def test_a_megabyte_of_newlines_neither_stalls_nor_stops_the_daemon(tmp_path: Path) -> None:
     with running_llm(script) as llm:
         daemon = DaemonProcess(tmp_path, *AGENTS, env=agent_script.llm_env(llm.url))

@@ -46,7 +46,7 @@ from tests.support.daemon_process import PROGRAM, DaemonProcess, WorkerProcess, 
 from tests.support.llm_server import running_llm
 from tests.support.postgres import PostgresServer, restart_postgresql
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = pytest.mark.postgres
 
 LIGHT = ("--shapes", "small", "--iterations", "1", "--beam", "1", "--plans", "1", "--samples", "1")
 TASKS = 30

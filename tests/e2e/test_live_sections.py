@@ -32,8 +32,6 @@ from store.synthetic import SyntheticWorkload
 from tests.support.browser import Browser, browser, needs_chromium
 from tests.support.daemon_process import wait_until
 
-pytestmark = pytest.mark.slow
-
 TOKEN = "s3cret-token"
 TASKS = 100
 EVENTS = int(os.environ.get("ACCELOPT_LIVE_TEST_EVENTS", "4000"))

@@ -43,8 +43,6 @@ from tests.support.cli import search_args
 from tests.support.daemon_process import DaemonProcess, wait_until
 from tests.support.llm_server import Reply, Request, ScriptedLLM, running_llm
 
-pytestmark = pytest.mark.slow
-
 KEY = "sk-fault/suite+key=7Zq~?>0c9f3e1d"
 """The endpoint's key: long enough to be scrubbed (8 characters or more), with characters that
 percent-encoding changes, and base64 of it holds `+` and `/` at every alignment, so that the two

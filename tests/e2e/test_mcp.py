@@ -39,8 +39,6 @@ from tests.support.daemon_process import DaemonProcess, WorkerProcess, wait_unti
 from tests.support.llm_server import running_llm
 from tests.support.mcp_client import Agent, stdio_agent
 
-pytestmark = pytest.mark.slow
-
 TOOLS = {
     "list_tasks",
     "get_task",

@@ -33,8 +33,6 @@ from tests.support.cli import events_of
 from tests.support.daemon_process import HOST_SETTINGS, PROGRAM, wait_until
 from tests.support.mcp_client import stdio_agent
 
-pytestmark = pytest.mark.slow
-
 ADVERSARIAL = DATA / "adversarial"
 ESCAPE = (ADVERSARIAL / "typing_sys_os.py").read_text()  # typing.sys.modules["os"]
 TORCH_FALLBACK = (ADVERSARIAL / "torch_sigmoid_fallback.py").read_text()  # PyTorch in run()

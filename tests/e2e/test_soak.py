@@ -15,7 +15,6 @@ from daemon.bench.soak.table import soak_table
 from tests.support.daemon_process import PROGRAM
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_a_one_minute_soak_reports_work_done_and_a_clean_stop() -> None:
     done = subprocess.run(
