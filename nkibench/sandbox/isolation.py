@@ -292,13 +292,33 @@ def _python_paths() -> list[str]:
     site-packages, and the accelopt packages themselves where they are a source checkout)."""
     import nkibench  # noqa: PLC0415 (where this very package lives)
 
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(nkibench.__file__).parent)}
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    paths = {*prefixes, str(Path(nkibench.__file__).parent)}
     # the interpreter's own installation, as named and as resolved (a venv's python is a
     # symlink into the base one, and its site-packages sit beside it)
     paths.add(str(Path(sys.executable).parent.parent))
     paths.add(str(Path(sys.executable).resolve().parent.parent))
-    paths.update(p for p in sys.path if p and Path(p).is_dir())
+    paths.update(p for p in sys.path if p and _import_root(p, prefixes))
     return sorted(paths)
+
+
+def _import_root(entry: str, prefixes: Iterable[str]) -> bool:
+    """Whether the sys.path entry `entry` is where packages are installed: inside the
+    interpreter's prefixes, or a folder holding installed distributions (a user site, a
+    `pip install --target` folder). Not the running script's own folder or a working
+    directory put first on sys.path, and not a plain PYTHONPATH folder: `python job.py` from
+    /tmp, or from a home folder, would otherwise show a child all of it."""
+    path = Path(entry)
+    if not path.is_dir():
+        return False
+    resolved = path.resolve()
+    if any(resolved.is_relative_to(Path(prefix).resolve()) for prefix in prefixes):
+        return True
+    try:
+        with os.scandir(path) as entries:
+            return any(e.name.endswith((".dist-info", ".egg-info")) for e in entries)
+    except OSError:
+        return False
 
 
 def _covering(paths: Iterable[str]) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from nkibench.sandbox.folders import SessionFolders
-from nkibench.sandbox.isolation import UNPRIVILEGED, Isolation
+from nkibench.sandbox.isolation import UNPRIVILEGED, Isolation, Mounts
 from nkibench.sandbox.process import Limits, run_child
 from tests.support import REPOSITORY
 from tests.support.processes import wait_for_none
@@ -175,6 +175,33 @@ def test_an_escaping_child_sees_no_secret_no_file_no_network_and_no_parent(
     assert result["capabilities"] == "0000000000000000"
     if os.geteuid() == 0:
         assert result["uid"] == UNPRIVILEGED[0]
+
+
+def test_a_folder_first_on_sys_path_is_no_window_into_the_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python job.py` puts job.py's folder first on sys.path (a home, /tmp): it was bound into
+    every child, which read what lay there. Folders that hold installed distributions (a user
+    site, a `pip install --target` folder) are still import roots."""
+    scripts = tmp_path / "scripts"
+    scripts.mkdir(mode=0o755)
+    notes = scripts / "notes.txt"
+    notes.write_text("a password in a plain folder\n")
+    notes.chmod(0o644)
+    site = tmp_path / "target"
+    (site / "somepackage-1.0.dist-info").mkdir(parents=True)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(scripts))
+    visible = Isolation.detect().visible(Mounts())
+    assert str(scripts) not in visible
+    assert str(site) in visible
+    result, outcome = probe(
+        tmp_path, {"probe": "escape", "outside": str(scripts / "x"), "database": str(notes)},
+        Limits(timeout_s=30),
+    )  # fmt: skip
+    assert outcome.returncode == 0, outcome.stderr_tail
+    assert result is not None
+    assert result["read_database"].startswith("refused"), result["read_database"]
 
 
 @pytest.mark.slow
