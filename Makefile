@@ -39,10 +39,11 @@ fmt: $(STAMP)
 
 # The tests, but the end-to-end ones (tests/e2e: `make e2e`): four workers (pytest-xdist) on
 # two cores, each taking whole files (a file's tests share its fixtures). It must stay under
-# 15 minutes on a 2-core host, lint and a fresh .venv included. Measured at f566c48 (1,863
-# tests, 2026-11-28, pytest alone): 630 s for all of them on a host where a Python loop of 10M
-# additions takes 0.50 s, 1,560 s in CI on one where it took 1.03 s; the end-to-end files were
-# 60% of the tests' time. It prints the slowest tests.
+# 15 minutes on a 2-core host, lint and a fresh .venv included. Measured on one 2-core host
+# (2026-11-28, a Python loop of 10M additions in 0.50 s), .ci/run on a fresh clone: `make test`
+# 315 s (pytest 237 s, 1,747 tests), then `make e2e` 390 s (85 tests). The day before, CI ran
+# everything in one pytest on a host where that loop took 1.03 s: 1,560 s, 60% of it in the
+# end-to-end files. It prints the slowest tests.
 PYTEST_WORKERS ?= -n 4 --dist loadfile
 test: lint
 	$(BIN)/pytest $(PYTEST_WORKERS) -m "not e2e" --durations=15
