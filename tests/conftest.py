@@ -25,6 +25,14 @@ from tests.support.postgres import PostgresServer
 
 pytest_plugins = ["tests.support.gpu"]
 
+# One BLAS thread in each process the tests start (xdist's workers, daemons, workers, the
+# CLI): four workers on two cores each ran a BLAS thread per core, and OpenBLAS's threads spin
+# while they wait for a core. The matmul ladder's fixture took 16 CPU seconds that way beside
+# four busy processes, and 4.4 s with one thread. Sandboxed children set their own thread
+# counts (nkibench.sandbox.environment).
+for _blas in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_blas, "1")
+
 PG_URL = os.environ.get("ACCELOPT_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 E2E = Path(__file__).with_name("e2e")
 E2E_TIMEOUT_S = 900
