@@ -169,7 +169,7 @@ class Isolation:
             *_python_paths(),
             *mounts.read_only,
         ]
-        return sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})
+        return sorted({os.path.realpath(p) for p in paths if _nameable(p)})
 
     def command(
         self,
@@ -321,6 +321,12 @@ def _import_root(entry: str, prefixes: Iterable[str]) -> bool:
         return False
 
 
+def _nameable(path: str) -> bool:
+    """Whether `path` may be bound: absolute and there. A relative entry (`.` in a PATH or
+    LD_LIBRARY_PATH a backend binds, an empty one) names the daemon's working directory."""
+    return bool(path) and os.path.isabs(path) and os.path.exists(path)
+
+
 def _covering(paths: Iterable[str]) -> list[str]:
     """The paths that exist, under the names they are used by and the names they resolve to
     (a venv's python is a symlink into the base interpreter), without those already inside
@@ -329,7 +335,7 @@ def _covering(paths: Iterable[str]) -> list[str]:
         {
             name
             for p in paths
-            if p and os.path.exists(p)
+            if _nameable(p)
             for name in (os.path.normpath(os.path.abspath(p)), os.path.realpath(p))
         }
     )

@@ -182,7 +182,8 @@ def test_a_folder_first_on_sys_path_is_no_window_into_the_host(
 ) -> None:
     """`python job.py` puts job.py's folder first on sys.path (a home, /tmp): it was bound into
     every child, which read what lay there. Folders that hold installed distributions (a user
-    site, a `pip install --target` folder) are still import roots."""
+    site, a `pip install --target` folder) are still import roots. A relative path is never
+    bound."""
     scripts = tmp_path / "scripts"
     scripts.mkdir(mode=0o755)
     notes = scripts / "notes.txt"
@@ -195,6 +196,9 @@ def test_a_folder_first_on_sys_path_is_no_window_into_the_host(
     visible = Isolation.detect().visible(Mounts())
     assert str(scripts) not in visible
     assert str(site) in visible
+    # nor a relative entry of a PATH or LD_LIBRARY_PATH that a backend binds: the working folder
+    monkeypatch.chdir(scripts)
+    assert str(scripts) not in Isolation.detect().visible(Mounts(read_only=(".", "bin")))
     result, outcome = probe(
         tmp_path, {"probe": "escape", "outside": str(scripts / "x"), "database": str(notes)},
         Limits(timeout_s=30),
