@@ -288,8 +288,9 @@ def _parents(destinations: Sequence[str]) -> list[str]:
 
 
 def _python_paths() -> list[str]:
-    """The interpreter and every directory its imports come from (the standard library,
-    site-packages, and the accelopt packages themselves where they are a source checkout)."""
+    """The interpreter and every directory its imports come from: the standard library, the
+    folders where packages are installed, and the packages this process imported from
+    elsewhere (accelopt's own from a source checkout, nkibench first among them)."""
     import nkibench  # noqa: PLC0415 (where this very package lives)
 
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}
@@ -299,7 +300,25 @@ def _python_paths() -> list[str]:
     paths.add(str(Path(sys.executable).parent.parent))
     paths.add(str(Path(sys.executable).resolve().parent.parent))
     paths.update(p for p in sys.path if p and _import_root(p, prefixes))
+    roots = tuple({os.path.join(r, "") for p in paths for r in (p, os.path.realpath(p))})
+    for package in _imported_packages():
+        if not package.startswith(roots) and not os.path.realpath(package).startswith(roots):
+            paths.add(package)
     return sorted(paths)
+
+
+def _imported_packages() -> list[str]:
+    """The folder of each top-level package this process imported (a single module's file):
+    what a child may import from a plain folder on sys.path, without the rest of that folder.
+    Not the running script (`__main__`)."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        origin = getattr(module, "__file__", None)
+        if "." in name or name == "__main__" or not isinstance(origin, str):
+            continue
+        path = Path(origin)
+        found.append(str(path.parent if path.stem == "__init__" else path))
+    return found
 
 
 def _import_root(entry: str, prefixes: Iterable[str]) -> bool:

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import types
 import uuid
 from pathlib import Path
 from typing import Any
@@ -182,8 +183,8 @@ def test_a_folder_first_on_sys_path_is_no_window_into_the_host(
 ) -> None:
     """`python job.py` puts job.py's folder first on sys.path (a home, /tmp): it was bound into
     every child, which read what lay there. Folders that hold installed distributions (a user
-    site, a `pip install --target` folder) are still import roots. A relative path is never
-    bound."""
+    site, a `pip install --target` folder) are still import roots, and so is a package imported
+    from the plain folder, alone. A relative path is never bound."""
     scripts = tmp_path / "scripts"
     scripts.mkdir(mode=0o755)
     notes = scripts / "notes.txt"
@@ -193,9 +194,16 @@ def test_a_folder_first_on_sys_path_is_no_window_into_the_host(
     (site / "somepackage-1.0.dist-info").mkdir(parents=True)
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.syspath_prepend(str(scripts))
+    helpers = scripts / "helpers"  # a package imported from that folder: it, not the folder
+    helpers.mkdir()
+    (helpers / "__init__.py").write_text("")
+    imported = types.ModuleType("accelopt_test_helpers")
+    imported.__file__ = str(helpers / "__init__.py")
+    monkeypatch.setitem(sys.modules, "accelopt_test_helpers", imported)
     visible = Isolation.detect().visible(Mounts())
     assert str(scripts) not in visible
     assert str(site) in visible
+    assert str(helpers) in visible
     # nor a relative entry of a PATH or LD_LIBRARY_PATH that a backend binds: the working folder
     monkeypatch.chdir(scripts)
     assert str(scripts) not in Isolation.detect().visible(Mounts(read_only=(".", "bin")))
