@@ -326,7 +326,9 @@ def _import_root(entry: str, prefixes: Iterable[str]) -> bool:
     interpreter's prefixes, or a folder holding installed distributions (a user site, a
     `pip install --target` folder). Not the running script's own folder or a working
     directory put first on sys.path, and not a plain PYTHONPATH folder: `python job.py` from
-    /tmp, or from a home folder, would otherwise show a child all of it."""
+    /tmp, or from a home folder, would otherwise show a child all of it. Nor a source
+    checkout that an `*.egg-info` marks (a development install's root, its .git and any
+    .env beside the packages): what was imported from it is bound, package by package."""
     path = Path(entry)
     if not path.is_dir():
         return False
@@ -335,7 +337,7 @@ def _import_root(entry: str, prefixes: Iterable[str]) -> bool:
         return True
     try:
         with os.scandir(path) as entries:
-            return any(e.name.endswith((".dist-info", ".egg-info")) for e in entries)
+            return any(e.name.endswith(".dist-info") for e in entries)
     except OSError:
         return False
 
