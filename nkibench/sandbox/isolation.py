@@ -290,21 +290,30 @@ def _parents(destinations: Sequence[str]) -> list[str]:
 def _python_paths() -> list[str]:
     """The interpreter and every directory its imports come from: the standard library, the
     folders where packages are installed, and the packages this process imported from
-    elsewhere (accelopt's own from a source checkout, nkibench first among them)."""
-    import nkibench  # noqa: PLC0415 (where this very package lives)
-
+    elsewhere (accelopt's own from a source checkout, nkibench, this package, among them)."""
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}
-    paths = {*prefixes, str(Path(nkibench.__file__).parent)}
     # the interpreter's own installation, as named and as resolved (a venv's python is a
     # symlink into the base one, and its site-packages sit beside it)
-    paths.add(str(Path(sys.executable).parent.parent))
-    paths.add(str(Path(sys.executable).resolve().parent.parent))
-    paths.update(p for p in sys.path if p and _import_root(p, prefixes))
-    roots = tuple({os.path.join(r, "") for p in paths for r in (p, os.path.realpath(p))})
-    for package in _imported_packages():
-        if not package.startswith(roots) and not os.path.realpath(package).startswith(roots):
-            paths.add(package)
+    paths = {
+        *prefixes,
+        str(Path(sys.executable).parent.parent),
+        str(Path(sys.executable).resolve().parent.parent),
+    }
+    inside_prefixes = _roots(prefixes)
+    paths.update(p for p in sys.path if p and _import_root(p, inside_prefixes))
+    inside_paths = _roots(paths)
+    paths.update(p for p in _imported_packages() if not _inside(p, inside_paths))
     return sorted(paths)
+
+
+def _roots(paths: Iterable[str]) -> tuple[str, ...]:
+    """`paths` as prefixes of what lies inside them, under their names and their real paths."""
+    return tuple({os.path.join(r, "") for p in paths for r in (p, os.path.realpath(p))})
+
+
+def _inside(path: str, roots: tuple[str, ...]) -> bool:
+    """Whether `path` lies inside one of `roots` (from _roots), as named or as resolved."""
+    return path.startswith(roots) or os.path.realpath(path).startswith(roots)
 
 
 def _imported_packages() -> list[str]:
@@ -321,22 +330,20 @@ def _imported_packages() -> list[str]:
     return found
 
 
-def _import_root(entry: str, prefixes: Iterable[str]) -> bool:
+def _import_root(entry: str, prefixes: tuple[str, ...]) -> bool:
     """Whether the sys.path entry `entry` is where packages are installed: inside the
-    interpreter's prefixes, or a folder holding installed distributions (a user site, a
-    `pip install --target` folder). Not the running script's own folder or a working
-    directory put first on sys.path, and not a plain PYTHONPATH folder: `python job.py` from
-    /tmp, or from a home folder, would otherwise show a child all of it. Nor a source
-    checkout that an `*.egg-info` marks (a development install's root, its .git and any
-    .env beside the packages): what was imported from it is bound, package by package."""
-    path = Path(entry)
-    if not path.is_dir():
+    interpreter's `prefixes` (from _roots), or a folder holding installed distributions (a
+    user site, a `pip install --target` folder). Not the running script's own folder or a
+    working directory put first on sys.path, and not a plain PYTHONPATH folder: `python
+    job.py` from /tmp, or from a home folder, would otherwise show a child all of it. Nor a
+    source checkout that an `*.egg-info` marks (a development install's root, its .git and
+    any .env beside the packages): what was imported from it is bound, package by package."""
+    if not os.path.isdir(entry):
         return False
-    resolved = path.resolve()
-    if any(resolved.is_relative_to(Path(prefix).resolve()) for prefix in prefixes):
+    if _inside(os.path.join(entry, ""), prefixes):
         return True
     try:
-        with os.scandir(path) as entries:
+        with os.scandir(entry) as entries:
             return any(e.name.endswith(".dist-info") for e in entries)
     except OSError:
         return False
