@@ -4,9 +4,12 @@ folders outside the GPU suite (nkibench/suites/gpu_large): the breakdown table o
 one's (it uses only what both have):
 
     python3 bench/breakdown_tasks.py OUT.json TASK_DIR...
+
+on GPU 0, or the one ACCELOPT_BENCH_DEVICE names.
 """
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -20,7 +23,7 @@ from nkibench.task.spec import load_task
 
 def main() -> None:
     out = Path(sys.argv[1])
-    backend = TritonBackend(require_gpu=True)
+    backend = TritonBackend(device=os.environ.get("ACCELOPT_BENCH_DEVICE", "0"), require_gpu=True)
     rows = []
     result = {"gpu": backend.host.gpu, "passes": [rows]}
     for folder in sys.argv[2:]:

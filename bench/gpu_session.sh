@@ -17,11 +17,15 @@
 #                                                (bench/flashinfer_suite.py), JSON under $OUT
 set -uo pipefail
 OUT="${OUT:-/tmp/accelopt-out}"
-mkdir -p "$OUT" /tmp/accelopt
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
+mkdir -p "$OUT" "${ACCELOPT_HOME:-/tmp/accelopt}"
+# once per machine: two sessions side by side (one per GPU) share what the first installed
+if [ ! -e /tmp/site/.installed ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl && touch /tmp/site/.installed || exit 1
+fi
 export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1
-export ACCELOPT_HOME=/tmp/accelopt ACCELOPT_DB=sqlite:////tmp/accelopt/accelopt.db
+export ACCELOPT_HOME="${ACCELOPT_HOME:-/tmp/accelopt}"
+export ACCELOPT_DB="${ACCELOPT_DB:-sqlite:///$ACCELOPT_HOME/accelopt.db}"
 if ! command -v bwrap >/dev/null && [ -x .devbin/bwrap ]; then
     cp .devbin/bwrap /usr/local/bin/ && cp .devbin/*.so* /usr/local/lib/ && ldconfig
 fi
@@ -39,7 +43,8 @@ case "${1:-}" in
         python3 -m pytest -q -p no:cacheprovider -o addopts="" --timeout=600 -rs \
             tests/nkibench/backends/test_triton_gpu.py tests/flashinfer/test_gpu_round_trip.py \
             tests/nkibench/backends/test_triton_backend.py tests/nkibench/test_breakdown.py \
-            "${@:2}" 2>&1 | tee "$OUT/tests.log"
+            tests/nkibench/backends/test_triton_counters.py \
+            tests/nkibench/backends/test_triton_canaries.py "${@:2}" 2>&1 | tee "$OUT/tests.log"
         ;;
     pytest)
         python3 -m pytest -q -p no:cacheprovider -o addopts="" --timeout=600 -rs "${@:2}" \

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -307,6 +308,19 @@ class WarmPool:
                         self._idle.append(zygote)
                 if not keep:
                     zygote.stop()
+
+    def start(self) -> float | None:
+        """Start a zygote now, before any child asks for one (a daemon's or a benchmark's
+        start, so that no candidate's wall holds it): the seconds it took, 0 where one is
+        idle, None where none can start (every child then starts cold)."""
+        began = time.monotonic()
+        try:
+            with self.zygote():
+                pass
+        except ZygoteFailed as e:
+            self.failed(e)
+            return None
+        return time.monotonic() - began
 
     def failed(self, error: ZygoteFailed) -> None:
         """A child that was to be warm starts cold: say why (the latest few)."""

@@ -47,6 +47,9 @@ def test_a_stream_profiles_each_variant_afresh_in_turn_and_says_its_rate(
     for result in (warm, cold):
         rows = result["candidates"]
         assert [r["task"] for r in rows] == ["matmul", "silu", "matmul"]
+        assert [b["task"] for b in result["baselines"]] == ["matmul", "silu"]
+        assert all(b["correct"] for b in result["baselines"]), result["baselines"]
+        assert result["baselines_s"] >= sum(b["wall_s"] for b in result["baselines"])
         assert all(r["correct"] for r in rows), rows
         assert sum(r["wall_s"] for r in rows) <= result["seconds"]
         assert result["per_hour"] == pytest.approx(3 * 3600 / result["seconds"])

@@ -12,6 +12,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from nkibench.policy import correctness
 from nkibench.policy.correctness import compare_outputs, mismatched
 from nkibench.policy.tolerance import Tolerance
 from nkibench.sandbox.arrays import load_array, restore, save_array, value_spec
@@ -140,6 +141,24 @@ def test_flashinfer_benchs_per_element_rule_with_a_matched_ratio() -> None:
     assert "10 of 10 element(s)" in moved.message
     narrow = compare_outputs(indices.astype(np.int32), indices, 1.0, None, exact)
     assert narrow.message == "output 0: dtype int32, where the task declares int64"
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_an_output_of_many_chunks_is_judged_as_one_whatever_the_threads(
+    monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    monkeypatch.setattr(correctness, "CHUNK", 1000)
+    rng = np.random.default_rng(7)
+    ref = rng.standard_normal(10_500).astype(np.float32)  # ten full chunks and a half
+    out = ref.astype(ml_dtypes.bfloat16)
+    out[-3:] = 9.0  # the last, partial chunk differs most: a lost tail would show
+    x, y = out.astype(np.float64), ref.astype(np.float64)
+    monkeypatch.setattr(correctness, "THREADS", threads)
+    assert correctness.relative_l2(out, ref) == pytest.approx(
+        np.linalg.norm(x - y) / np.linalg.norm(y), rel=1e-12
+    )
+    off = np.abs(x - y) > 1e-2 + 1e-2 * np.abs(y)
+    assert mismatched(out, ref, 1e-2, 1e-2) == int(np.count_nonzero(off)) >= 3
 
 
 def test_a_tolerance_from_the_parent_is_read_strictly() -> None:

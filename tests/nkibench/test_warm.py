@@ -87,6 +87,36 @@ def test_a_zygote_forks_each_child_and_serves_the_next(pool: WarmPool) -> None:
     assert first["shm"] == second["shm"] == "done: []"
 
 
+def test_a_zygote_started_ahead_serves_the_first_child(pool: WarmPool) -> None:
+    """`start` (a benchmark's or a daemon's start) leaves an idle zygote: the first child is
+    forked by it, and a second `start` finds it idle and starts none."""
+    started = pool.start()
+    assert started is not None
+    assert started > 0
+    assert len(pool._idle) == 1
+    ahead = pool._idle[0]
+    assert pool.start() == pytest.approx(0.0, abs=0.05)
+    assert pool._idle == [ahead]
+    with pool.folders("session-") as folders:
+        _, outcome = run(pool, folders, "echo_phase")
+    assert outcome.warm, outcome.stderr_tail
+    assert pool._idle == [ahead], "the child was not the idle zygote's"
+    assert ahead.process.poll() is None
+
+
+def test_a_zygote_that_cannot_start_ahead_leaves_children_cold() -> None:
+    isolation = Isolation.detect()
+    if WarmPool.possible(isolation) is not None:
+        pytest.skip("no warm processes here")
+    broken = WarmPool(isolation, Mounts(), {}, (CHILD, "tests.support.no_such_module"))
+    try:
+        assert broken.start() is None
+        assert broken.disabled is not None
+        assert broken.describe().startswith("cold")
+    finally:
+        broken.close()
+
+
 def test_two_children_at_once_get_a_zygote_each(pool: WarmPool) -> None:
     with pool.folders("session-") as folders, ThreadPoolExecutor(2) as threads:
         found = list(threads.map(lambda _: run(pool, folders, "nap_phase"), range(2)))

@@ -81,8 +81,25 @@ PRELOAD = (
 )
 """What a warm process loads once for all its children: torch and triton, and what the torch
 guard's first use imports (torch._dynamo, sympy: 4 s of each kernel child on an H100 host)."""
+COUNTERS_LEAD = 0.02
+"""A candidate's counters are taken when it is this much faster than the task's own kernel: the
+timer's repeatability (the same kernel timed twice differs by less than 2% on an H100 and an
+H200), so a kernel no faster than the task's own, which cannot lead the search, never pays a
+profiler's start and replays for them (11 to 16 s on an H200)."""
 CACHE_SLOWDOWN = 1.5
 """Fresh inputs may not be this much slower than rotated ones (plus a microsecond margin)."""
+
+
+def counters_skipped(latency_ms: float | None, baseline_ms: float | None) -> str | None:
+    """Why a kernel's counters are not taken (None: they are): a kernel that is not
+    COUNTERS_LEAD faster than the task's own (`baseline_ms`; None for the task's own kernel)."""
+    if baseline_ms is None or latency_ms is None or latency_ms < baseline_ms * (1 - COUNTERS_LEAD):
+        return None
+    return (
+        f"not taken: {latency_ms:.4f} ms is not {COUNTERS_LEAD:.0%} faster than the task's own "
+        f"kernel ({baseline_ms:.4f} ms); counters are taken for the kernels that can lead the "
+        "search"
+    )
 
 
 class NoTritonLaunch(PhaseFailure):
@@ -423,6 +440,9 @@ class TritonBackend:
         if not (isinstance(launches, list) and launches and all(launches)):
             result.correct = False
             raise NoTritonLaunch("in the runs that close the timing", interpreter=False)
+        if session.source == session.task.kernel_source:
+            # a search profiles the task's own kernel first: its candidates' yardstick
+            self.baselines.setdefault(self._baseline_key(session), stats["p50"])
         self._counters(session, baseline)
 
     def _counters(self, session: Session, baseline_ms: float | None) -> None:
@@ -431,21 +451,18 @@ class TritonBackend:
         the profile says why. A hint for the planner: nothing here changes a verdict.
 
         They cost a profiler's start and a replay per metric pass (seconds): they are taken
-        for the task's own kernel and for every kernel at least as fast, which are the ones
-        that can lead the search, and a slower kernel's profile says they were not taken."""
+        for the task's own kernel and for a kernel faster than it by more than the timer's
+        spread (COUNTERS_LEAD), which are the ones that can lead the search; any other
+        kernel's profile says they were not taken."""
         result = session.result
         if self.nsight is None:
             result.counters_unavailable = (
                 "no Nsight Compute (ncu) on this host, or ACCELOPT_NCU=off"
             )
             return
-        latency = result.latency_ms
-        if baseline_ms is not None and latency is not None and latency > baseline_ms:
-            result.counters_unavailable = (
-                f"not taken: {latency:.4f} ms is slower than the task's own kernel "
-                f"({baseline_ms:.4f} ms); counters are taken for the kernels that can lead the "
-                "search"
-            )
+        skipped = counters_skipped(result.latency_ms, baseline_ms)
+        if skipped is not None:
+            result.counters_unavailable = skipped
             return
         assert session.inputs is not None
         report = session.folder("counters")
@@ -511,10 +528,11 @@ class TritonBackend:
         task = session.task
         if session.source == task.kernel_source:
             return None
-        key = (task.content_hash, session.shapes, self.target)
+        key = self._baseline_key(session)
         if key not in self.baselines:
             yardstick = self.replica()
             yardstick.reverify_speedup = float("inf")  # the baseline is not re-verified
+            yardstick.nsight = None  # only its latency is wanted here
             baseline = profile_kernel(
                 task, backend=yardstick, shapes=session.shapes, cancel=session.cancel
             )
@@ -522,6 +540,9 @@ class TritonBackend:
                 return None
             self.baselines[key] = baseline.latency_ms
         return self.baselines[key]
+
+    def _baseline_key(self, session: Session) -> tuple[str, str, str]:
+        return (session.task.content_hash, session.shapes, self.target)
 
     def _reverify(self, session: Session, rotated: dict[str, float], baseline: float) -> None:
         """Fresh seeds from the reference, written into the timed buffers; timed again with

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from daemon.views.report.view import counters_text
+from nkibench.backends.triton.backend import counters_skipped
 from nkibench.backends.triton.nsight import (
     REPORT_LIMIT,
     CountersUnreadable,
@@ -185,3 +186,13 @@ def test_a_launcher_starts_the_child_cold_inside_the_sandbox(tmp_path: Path) -> 
     assert outcome.result, outcome.stderr_tail
     assert not outcome.warm
     assert json.loads(outcome.result)["marker"] == "set by the launcher"
+
+
+def test_counters_are_taken_for_the_tasks_own_kernel_and_for_a_clear_lead_alone() -> None:
+    assert counters_skipped(1.0, None) is None  # the task's own kernel
+    assert counters_skipped(0.97, 1.0) is None  # 3% faster: it can lead the search
+    for latency in (0.99, 1.0, 1.3):  # within the timer's spread, or slower
+        said = counters_skipped(latency, 1.0)
+        assert said is not None, latency
+        assert said.startswith("not taken"), said
+        assert f"{latency:.4f} ms is not 2% faster" in said
