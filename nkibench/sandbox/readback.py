@@ -11,11 +11,11 @@ outputs and trace; the parent reads nothing of a child's tree at all.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
 
 __all__ = ["MissingFile", "UnsafeFile", "open_beneath", "read_beneath"]
 
@@ -39,7 +39,9 @@ def _directory(name: str, parent: int) -> int:
 
 
 @contextlib.contextmanager
-def open_beneath(folder: Path, relative: str, limit: int) -> Iterator[tuple[BinaryIO, int]]:
+def open_beneath(
+    folder: Path, relative: str, limit: int
+) -> Iterator[tuple[io.BufferedReader, int]]:
     """`folder/relative` opened for reading as (file, size): every component a real folder,
     the last a regular file of at most `limit` bytes. `folder` itself is trusted (the reader's
     own bind of a folder the parent made)."""

@@ -197,6 +197,21 @@ def test_every_dtype_of_the_format_crosses_as_an_array_file(tmp_path: Path, dtyp
     assert value_spec(True, tmp_path, "x") == {"kind": "scalar", "value": True}
 
 
+def test_an_array_file_is_read_whole_in_its_own_order_or_refused(tmp_path: Path) -> None:
+    fortran = np.asfortranarray(np.arange(12, dtype=np.float64).reshape(3, 4))
+    np.save(tmp_path / "f.npy", fortran)
+    back = load_array(tmp_path, "f.npy")
+    assert back.flags.f_contiguous
+    assert np.array_equal(back, fortran)
+    back[0, 0] = 5.0  # the reader's own memory, not a view of the file
+    assert np.array_equal(load_array(tmp_path, "f.npy"), fortran)
+    np.save(tmp_path / "empty.npy", np.zeros((0, 3), np.float32))
+    assert load_array(tmp_path, "empty.npy").shape == (0, 3)
+    (tmp_path / "cut.npy").write_bytes((tmp_path / "f.npy").read_bytes()[:-8])
+    with pytest.raises(UnsafeFile, match="its header says 96 bytes of data, it holds 88"):
+        load_array(tmp_path, "cut.npy")
+
+
 def test_the_readback_stays_strict_for_the_new_dtypes(tmp_path: Path) -> None:
     """A sidecar naming float8 beside 16-bit data, or an object array, is refused."""
     save_array(tmp_path / "a.npy", np.zeros(4, dtype=ml_dtypes.bfloat16))
