@@ -53,7 +53,7 @@ def test_a_candidate_over_the_size_limit_is_rejected_without_being_parsed(
     elapsed = time.monotonic() - started
     monkeypatch.undo()
     assert calls == []
-    assert elapsed < 1.0
+    assert elapsed < 5.0  # a length test, where parsing 12 MB takes many seconds
     assert result.error_kind == "rejected"
     assert result.message == (
         "kernel.py: 11.4 MiB (12000007 bytes), over the 256 KiB limit of kernel.py: "

@@ -262,7 +262,8 @@ def test_a_file_over_its_size_limit_is_refused_before_it_is_read(tmp_path: Path)
     started = time.monotonic()
     with pytest.raises(TaskError) as caught:
         load_task(folder)
-    assert time.monotonic() - started < 1.0
+    # a stat, where a read would take tens of seconds: bounded far from both, for busy hosts
+    assert time.monotonic() - started < 5.0
     assert caught.value.message == (
         f"{folder / 'kernel.py'}: 8192 MiB (8589934592 bytes), over the 256 KiB limit of kernel.py"
     )
