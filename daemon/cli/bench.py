@@ -354,7 +354,8 @@ def bench_gpu(
     # breakdown and the stream, which say what a profile costs, leave it out
     gpu.with_eager = not (breakdown or stream)
     say = None if as_json else (lambda line: click.echo(line, err=True))
-    # the warm process starts once per device, with the daemon: before the first task here
+    # a daemon's warm process starts with its first child and serves the rest: here it is
+    # started before the first task, so that no task's wall holds it
     warm_start_s = gpu.warm.start() if gpu.warm is not None else None
     if say is not None and warm_start_s is not None:
         say(f"warm process started in {warm_start_s:.1f} s (once per device)")

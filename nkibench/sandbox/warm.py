@@ -310,9 +310,10 @@ class WarmPool:
                     zygote.stop()
 
     def start(self) -> float | None:
-        """Start a zygote now, before any child asks for one (a daemon's or a benchmark's
-        start, so that no candidate's wall holds it): the seconds it took, 0 where one is
-        idle, None where none can start (every child then starts cold)."""
+        """Start a zygote now, before any child asks for one (a benchmark's start, so that
+        no task's wall holds it; elsewhere the first child starts it, and it is kept): the
+        seconds it took, next to none where one is idle, None where none can start (every
+        child then starts cold)."""
         began = time.monotonic()
         try:
             with self.zygote():
