@@ -56,8 +56,8 @@ e2e: $(STAMP)
 
 # All the tests, the end-to-end ones included, with a coverage report (pytest-cov; a report,
 # not a gate, and kept out of `make test`, whose 15 minutes it would stretch): the lines the
-# tests' own processes ran, per file that misses some, and the total. Code run only in child processes (a daemon
-# started end to end, the sandbox's children) is not counted.
+# tests' own processes ran, per file that misses some, and the total. Code run only in child
+# processes (a daemon started end to end, the sandbox's children) is not counted.
 coverage: lint
 	$(BIN)/pytest $(PYTEST_WORKERS) --cov --cov-report=term:skip-covered
 

@@ -31,9 +31,9 @@ from nkibench.task.spec import TaskSpec, load_task
 
 FLOOR_S = 6.0
 """The tests' floor: the production 60 s scaled down, so a slow kernel runs past it within
-seconds. Not less: a child must show progress within it, and on a 2-core host running a dozen other
-processes (make test's four workers and their daemons) a 2 s floor was once passed without
-an instruction executed, and the kernel that makes progress was killed."""
+seconds. Not less: a child must show progress within it, and on a 2-core host running a dozen
+other processes (make test's four workers and their daemons) a 2 s floor was once passed
+without an instruction executed, and the kernel that makes progress was killed."""
 SLOW_WORK_S = 4 * FLOOR_S
 """The CPU seconds of the slow kernel's two runs (a seed's and the order check's) together:
 4x the floor, so that it passes the floor by far, even where its CPU seconds come out a
