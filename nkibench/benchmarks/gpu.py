@@ -139,19 +139,27 @@ def run_gpu_stream(
     afresh. Returns each candidate's wall and work floor (kernel and reference time,
     nkibench.breakdown) and the rates per hour both give."""
     tasks = gpu_suite(names, suite)[: max(count, 1)]
+
+    def profiled(task: TaskSpec, source: str | None) -> dict[str, Any]:
+        began = time.monotonic()
+        with recording() as recorded:
+            result = profile_kernel(
+                task, backend=backend, kernel_source=source, shapes=shapes, seeds=fresh_seeds(seeds)
+            )
+        return {
+            "task": task.name,
+            "correct": result.correct,
+            "error": f"{result.error_kind}: {result.message}" if result.error_kind else None,
+            "latency_ms": result.latency_ms,
+            "latency_kind": result.latency_kind,
+            "wall_s": time.monotonic() - began,
+            "floor_s": recorded.to_json()["floor_s"],
+        }
+
     began = time.monotonic()
     baselines = []
     for task in tasks:
-        started = time.monotonic()
-        result = profile_kernel(task, backend=backend, shapes=shapes, seeds=fresh_seeds(seeds))
-        baselines.append(
-            {
-                "task": task.name,
-                "correct": result.correct,
-                "latency_ms": result.latency_ms,
-                "wall_s": time.monotonic() - started,
-            }
-        )
+        baselines.append(profiled(task, None))
         if progress:
             progress(f"baseline {task.name}: {baselines[-1]['wall_s']:.1f} s")
     baselines_s = time.monotonic() - began
@@ -160,23 +168,7 @@ def run_gpu_stream(
     for number in range(count):
         task = tasks[number % len(tasks)]
         source = f"{task.kernel_source.rstrip()}\n\n{STREAM_MARK.format(number=number)}\n"
-        began = time.monotonic()
-        with recording() as recorded:
-            result = profile_kernel(
-                task, backend=backend, kernel_source=source, shapes=shapes, seeds=fresh_seeds(seeds)
-            )
-        breakdown = recorded.to_json()
-        rows.append(
-            {
-                "task": task.name,
-                "correct": result.correct,
-                "error": f"{result.error_kind}: {result.message}" if result.error_kind else None,
-                "latency_ms": result.latency_ms,
-                "latency_kind": result.latency_kind,
-                "wall_s": time.monotonic() - began,
-                "floor_s": breakdown["floor_s"],
-            }
-        )
+        rows.append(profiled(task, source))
         if progress:
             progress(f"candidate {number + 1}/{count}: {task.name}: {rows[-1]['wall_s']:.1f} s")
     seconds = time.monotonic() - started
