@@ -181,7 +181,9 @@ class Backend(Protocol):
     def limits(self, task: TaskSpec, shapes: str, threads: int) -> Limits: ...
 
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
-        """Backend fields of the kernel phase's request."""
+        """Backend fields of the kernel phase's request. A `timed_runs` field
+        (nkibench.harness.TIMED_RUNS_FIELD) says that the kernel's child also times it, in at
+        most that many more runs of it: the child's time limit counts them."""
         ...
 
     def trusted_check(

@@ -62,6 +62,7 @@ from nkibench.task.workloads import DATA_FILE_LIMIT
 
 __all__ = [
     "KERNEL_FLOOR_S",
+    "TIMED_RUNS_FIELD",
     "Inputs",
     "Session",
     "check_kernel",
@@ -145,6 +146,9 @@ def run_phase(
     return result
 
 
+TIMED_RUNS_FIELD = "timed_runs"
+"""A kernel request's field (Backend.kernel_request) saying that its child also times the
+kernel, in at most this many more runs; its time limit counts them."""
 REFERENCE_FACTOR = 10.0
 """Without a baseline time or a progress measure (a Triton or Neuron baseline), a kernel
 child may take max(the floor, REFERENCE_FACTOR x the reference's phase time): the reference's
@@ -167,26 +171,29 @@ def kernel_limits(
     reference_s: float | None,
     baseline_kernel_s: float | None = None,
     kernel_runs: int = 1,
+    timed_runs: int = 0,
     reports_progress: bool = False,
 ) -> Limits:
     """The limits of a kernel child, never above the task's limit plus nothing: a limit the
     task sets itself (`adaptive` off) holds as written. Else, from the best measure of the
     kernel's own cost: the baseline's kernel time (`baseline_kernel_s`, per run, the phase
-    running the kernel `kernel_runs` times), else the floor, extended while the child makes
-    progress where its phase `reports_progress`, else the reference's time (`reference_s`;
-    None: nothing measured yet, the task's limit holds). The backend's start-up (compiling)
-    comes on top of each."""
+    running the kernel `kernel_runs` times, and `timed_runs` more where it also times it),
+    else the floor, extended while the child makes progress where its phase
+    `reports_progress`, else the reference's time (`reference_s`, a run per seed, scaled by the
+    timed runs; None: nothing measured yet, the task's limit holds). The backend's start-up
+    (compiling) comes on top of each."""
     if not limits.adaptive:
         return limits
     floor = limits.kernel_floor_s
+    runs = kernel_runs + timed_runs
     if baseline_kernel_s is not None:
-        return _within(limits, max(floor, BASELINE_FACTOR * kernel_runs * baseline_kernel_s))
+        return _within(limits, max(floor, BASELINE_FACTOR * runs * baseline_kernel_s))
     if reports_progress:
         ceiling = min(limits.timeout_s, limits.startup_s + PROGRESS_CEILING_FACTOR * floor)
         return replace(_within(limits, floor), progress_until_s=ceiling)
     if reference_s is None:
         return limits
-    return _within(limits, max(floor, REFERENCE_FACTOR * reference_s))
+    return _within(limits, max(floor, REFERENCE_FACTOR * reference_s * runs / kernel_runs))
 
 
 def _within(limits: Limits, allowed_s: float) -> Limits:
@@ -347,6 +354,7 @@ class Session:
                 baseline_kernel_s=self.baseline_kernel_s,
                 # every seed, and nkisim's order check runs the first again
                 kernel_runs=len(self.seeds) + 1,
+                timed_runs=int(request.get(TIMED_RUNS_FIELD, 0)),
                 reports_progress=declared.reports_progress,
             )
         self.last_phase = (phase, declared)

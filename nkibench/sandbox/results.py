@@ -27,11 +27,15 @@ __all__ = [
     "check_compare",
     "check_kernel",
     "check_manifest",
+    "check_measured",
     "check_timings",
     "decode",
 ]
 
 MAX_OUTPUTS = 1024
+MAX_LAUNCH_RECORDS = 1000
+"""Guarded runs a timing may report the launches of (it makes ten)."""
+LATENCY_STATS = ("p50", "mean", "min", "max", "runs", "block_p50_a", "block_p50_b", "rel_spread")
 MAX_AUTOTUNED = 64
 """Autotuned kernels a kernel phase may report (16 configs each, 300 characters a config)."""
 ARRAY_FILE = re.compile(r"(input|expected)_\d{1,4}\.npy")
@@ -189,6 +193,49 @@ def check_compare(result: dict[str, Any], seeds: Iterable[int]) -> dict[str, Any
         never = verdict.get("never_written", [])
         _need(isinstance(never, list) and all(_integer(n) for n in never), f"seed {seed}: counts")
     return dict(entries)
+
+
+def check_measured(result: Any, fresh_seeds: Iterable[int] = ()) -> dict[str, Any]:
+    """A GPU timing's result (the kernel child's `measured`, or the re-verification's child):
+    a failure of a known kind with its message, or the latency's statistics, the synchronised
+    and launch times, the launches of the guarded runs, and where asked, the eager latency and
+    the re-verification's latency and per-seed counts (`fresh_seeds`). A number here is the
+    child's measurement, bounded and typed; what it means is the parent's to decide."""
+    _need(isinstance(result, dict) and isinstance(result.get("ok"), bool), "a timing without `ok`")
+    checked: dict[str, Any] = result
+    if not checked["ok"]:
+        _need(result.get("kind") in CHILD_ERROR_KINDS, "a timing failure of an unknown kind")
+        _need(isinstance(result.get("message"), str), "a timing failure without a message")
+        line = result.get("line")
+        _need(line is None or _integer(line), "a timing failure whose line is not a number")
+        return checked
+    _latency(result.get("latency"), "latency")
+    for key in ("synchronised_ms", "launch_overhead_ms"):
+        _need(_number(result.get(key)), key)
+    launches = result.get("launches")
+    _need(
+        isinstance(launches, list)
+        and len(launches) <= MAX_LAUNCH_RECORDS
+        and all(_integer(n) for n in launches),
+        "launches",
+    )
+    if "eager" in result:
+        _latency(result["eager"], "eager")
+    _need(autotuned_shape(result.get("autotuned", {})), "autotuned")
+    chosen = list(fresh_seeds)
+    if chosen:
+        fresh = result.get("fresh")
+        _need(isinstance(fresh, dict), "no re-verification")
+        _latency(fresh.get("latency"), "fresh latency")
+        check_kernel(fresh, chosen)
+    return checked
+
+
+def _latency(stats: Any, where: str) -> None:
+    _need(
+        isinstance(stats, dict) and all(_number(stats.get(key)) for key in LATENCY_STATS),
+        f"{where}: not the timer's statistics",
+    )
 
 
 TIMING_SLACK_S = 1.0

@@ -151,6 +151,25 @@ def test_the_limit_follows_the_baseline_then_progress_then_the_reference() -> No
     assert kernel_limits(task_limit, reference_s=20.0).timeout_s == 200.0
 
 
+def test_a_kernel_child_that_also_times_the_kernel_gets_room_for_its_timed_runs() -> None:
+    """A triton profile times the kernel in its kernel child (timed_runs more runs): both
+    yardsticks scale with the runs, the floor and the task's limit still hold."""
+    task_limit = Limits(timeout_s=7200.0)
+    checked = kernel_limits(task_limit, reference_s=1.0, baseline_kernel_s=10.0, kernel_runs=4)
+    timed = kernel_limits(
+        task_limit, reference_s=1.0, baseline_kernel_s=10.0, kernel_runs=4, timed_runs=45
+    )
+    assert (checked.timeout_s, timed.timeout_s) == (400.0, BASELINE_FACTOR * 49 * 10.0)
+    by_reference = kernel_limits(task_limit, reference_s=20.0, kernel_runs=4, timed_runs=4)
+    assert by_reference.timeout_s == 2 * 200.0  # the reference's time per run, twice the runs
+    fast = kernel_limits(task_limit, reference_s=0.1, baseline_kernel_s=0.01, timed_runs=45)
+    assert fast.timeout_s == 60.0  # the floor: a fast kernel's timing is a second or so
+    capped = kernel_limits(
+        Limits(timeout_s=900.0), reference_s=None, baseline_kernel_s=10.0, timed_runs=45
+    )
+    assert capped.timeout_s == 900.0  # never above the task's limit
+
+
 def test_a_slow_kernel_that_makes_progress_runs_past_the_floor(
     tmp_path: Path, repeats_per_second: float
 ) -> None:

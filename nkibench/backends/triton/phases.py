@@ -12,13 +12,16 @@ triton_kernel:    run(*inputs) per seed with the guards on (nkibench.backends.tr
                   counted (nkibench.backends.triton.launches: the parent refuses a run that
                   launched none); where the inputs hold integer and floating-point tensors,
                   each seed's run follows a decoy run on the same integers with other
-                  floating-point data (a result kept by its integer inputs comes back wrong)
-triton_measure:   time run() (nkibench.backends.triton.timing), then device-synchronised
+                  floating-point data (a result kept by its integer inputs comes back wrong);
+                  with `time` (a profile on a GPU), then the timing below, in this same
+                  process: the kernel compiled, autotuned and checked is the one timed
+triton_measure:   the re-verification: the timing below on the session's seeds, and with
+                  `fresh_seeds`, time it again with fresh data written into the timed buffers
+                  before every run, and run it on the fresh seeds in those same buffers
+timing:           time run() (nkibench.backends.triton.timing), then device-synchronised
                   runs without the guard (the side-stream check) and with it (torch
-                  compute); with `fresh`, time it again with fresh data written into the
-                  timed buffers before every run, and run it on the fresh seeds in those
-                  same buffers (a re-verification); with `eager`, time the reference's
-                  forward() in PyTorch too, on the same inputs in their own dtype
+                  compute); with `eager`, time the reference's forward() in PyTorch too, on
+                  the same inputs in their own dtype
 triton_ceilings:  the device's ceilings (nkibench.backends.triton.ceilings)
 """
 
@@ -376,12 +379,15 @@ def _save(folder: Path, outputs: list[Any]) -> None:
 
 
 def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
+    timing = request.get("time")
+    timer = _timer() if timing else None  # before the kernel's code runs
     kernel, failure = _load(request)
     if kernel is None:
         return failure or {}
     device = _device()
     seeds: dict[str, Any] = {}
     home: list[Any] | None = None
+    timed_sets: list[list[Any]] = []
     for seed in request["seeds"]:
         # Every seed runs in the first seed's buffers, its data copied in: a kernel that
         # remembers results by address returns the last seed's answer, and fails. Where it
@@ -393,6 +399,8 @@ def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
                 home = kernel.canaries.guard_inputs(values)
             else:
                 home = _into(home, values, kernel)
+            if timer is not None:
+                timed_sets.append(values)  # the timing rotates among the seeds' own buffers
         args = home
         try:
             # Triton compiles at the first launch: the first seed's runs are the compile's
@@ -413,13 +421,28 @@ def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
             "kernel_s": time.perf_counter() - started,
             "launches": launches,
         }
-    return {
+    result: dict[str, Any] = {
         "ok": True,
         "seeds": seeds,
         "warnings": [],
         "capacity": {},
         "autotuned": autotuned(),
     }
+    if timer is not None and _worth_timing(seeds):
+        result["measured"] = _timed(request, kernel, timer, timed_sets)
+    return result
+
+
+def _timer() -> Timer:
+    with span("cuda_init"):
+        return Timer(torch.device("cuda"))
+
+
+def _worth_timing(seeds: dict[str, Any]) -> bool:
+    """Whether the checked runs leave the kernel worth timing: each launched a Triton kernel
+    and wrote every output element. Not a verdict (the parent judges these counts itself, and
+    refuses the kernel before its timing is read); a run the parent will refuse is not timed."""
+    return all(entry["launches"] and not any(entry["never_written"]) for entry in seeds.values())
 
 
 def _into(home: list[Any], values: list[Any], kernel: Loaded) -> list[Any]:
@@ -446,20 +469,30 @@ def _perturb(buffers: list[Any], pool: list[list[Any]], i: int, fixed: list[int]
 
 
 def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
-    device = "cuda"
-    with span("cuda_init"):
-        timer = Timer(torch.device(device))  # before the kernel's code runs
+    """The re-verification's child: the kernel timed on the session's seeds, then on fresh
+    seeds written into the timed buffers (the first timing is the kernel child's own)."""
+    timer = _timer()  # before the kernel's code runs
     kernel, failure = _load(request)
     if kernel is None:
         return failure or {}
     # guarded like the checked runs' inputs: the re-verification checks its runs in sets[0]
     with span("inputs"):
         sets = [
-            kernel.canaries.guard_inputs(_arguments(request, s, device)) for s in request["seeds"]
+            kernel.canaries.guard_inputs(_arguments(request, s, "cuda")) for s in request["seeds"]
         ]
-        copies = [snapshot(args) for args in sets]
+    return _timed(request, kernel, timer, sets)
+
+
+def _timed(
+    request: dict[str, Any], kernel: Loaded, timer: Timer, sets: list[list[Any]]
+) -> dict[str, Any]:
+    """run() timed over `sets` in turn (nkibench.backends.triton.timing), then the side-stream
+    check, guarded runs and the inputs' check; with `eager`, the reference's forward() timed
+    on the same inputs; with `fresh_seeds`, the re-verification. A failure is a result of its
+    own ({"ok": False, ...}), which the parent reads once the outputs compare correct."""
+    copies = [snapshot(args) for args in sets]
     try:
-        with span("timed_runs"):  # the kernel compiles again at this child's first run
+        with span("timed_runs"):
             stats = timer.measure(lambda i: kernel.call(sets[i % len(sets)]))
             overhead = timer.launch_overhead_ms()
             # the side-stream check runs run() as it was timed, without the guard: the guard's
