@@ -41,13 +41,13 @@ def _measured(**changes: Any) -> dict[str, Any]:
 def test_a_profile_on_a_gpu_asks_the_kernels_child_to_time_it_and_a_check_does_not() -> None:
     session = SimpleNamespace()
     gpu = _backend("NVIDIA H200")
-    assert gpu.kernel_request(session, profile=False) == {}  # type: ignore[arg-type]
-    asked = gpu.kernel_request(session, profile=True)  # type: ignore[arg-type]
+    assert gpu.kernel_request(session, profile=False) == {}
+    asked = gpu.kernel_request(session, profile=True)
     assert asked == {"time": True, "eager": False, TIMED_RUNS_FIELD: TIMED_RUNS}
     gpu.with_eager = True  # the reference's eager timing: as many runs again
-    assert gpu.kernel_request(session, True)[TIMED_RUNS_FIELD] == 2 * TIMED_RUNS  # type: ignore[arg-type]
+    assert gpu.kernel_request(session, True)[TIMED_RUNS_FIELD] == 2 * TIMED_RUNS
     interpreter = _backend(None)
-    assert interpreter.kernel_request(session, profile=True) == {}  # type: ignore[arg-type]
+    assert interpreter.kernel_request(session, profile=True) == {}
 
 
 def test_the_timed_runs_the_limit_counts_cover_the_timers_plan() -> None:
@@ -81,7 +81,7 @@ def test_what_the_kernels_child_measured_is_read_as_data(
     session = SimpleNamespace(result=SimpleNamespace())
     kernel = {"ok": True, "seeds": {}} if measured is None else {"measured": measured}
     with pytest.raises(PhaseFailure) as failure:
-        backend.measure(session, kernel)  # type: ignore[arg-type]
+        backend.measure(session, kernel)
     assert (failure.value.kind, message in failure.value.message) == (kind, True)
 
 
