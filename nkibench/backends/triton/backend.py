@@ -260,7 +260,9 @@ def _libcuda_dir() -> str | None:
 
 def _environment(device: str | None, interpret: bool) -> dict[str, str]:
     # No shared Triton cache: a kernel could plant a compiled binary under another kernel's
-    # cache key. Each child caches under its own HOME, so a kernel compiles once per phase.
+    # cache key. Each child caches under its own HOME, so a kernel compiles once per child (a
+    # profile's kernel child checks and times it; a re-verification or counters child compiles
+    # it again).
     passed = {k: os.environ[k] for k in PASSED_VARIABLES if k in os.environ}
     environment = {**passed, "PATH": os.environ.get("PATH", os.defpath)}
     libcuda = None if interpret else _libcuda_dir()
