@@ -7,8 +7,11 @@ the right way between a memory-bound and a compute-bound variant, are tested on 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +30,7 @@ from nkibench.backends.triton.nsight import (
 )
 from nkibench.result import GPU_RUN_COUNTERS
 from tests.support.processes import MARK
+from tests.support.triton_helpers import SILU
 from tests.support.warm_pool import child_of_a_fresh_pool
 
 HEADER = (
@@ -196,3 +200,42 @@ def test_counters_are_taken_for_the_tasks_own_kernel_and_for_a_clear_lead_alone(
         assert said is not None, latency
         assert said.startswith("not taken"), said
         assert f"{latency:.4f} ms is not 2% faster" in said
+
+
+LOAD_FOR = """
+import json, sys
+from pathlib import Path
+from nkibench.backends.triton.phases import _load
+from nkibench.task.spec import load_task
+task = load_task(Path(sys.argv[1]))
+request = {
+    "kernel_source": task.kernel_source, "display_name": "kernel.py",
+    "kernel_file": "kernel.py", "function": task.kernel_function, "dialect": "triton",
+    "manifest": {},
+}
+kernel, failure = _load(request, guard=sys.argv[2] == "guarded")
+print(json.dumps([kernel is not None, failure, "torch._dynamo" in sys.modules]))
+"""
+
+
+@pytest.mark.parametrize("runs", ["guarded", "counted"])
+def test_the_counters_child_loads_the_kernel_without_the_guards_imports(
+    runs: str, tmp_path: Path
+) -> None:
+    """The counters' child runs the kernel unguarded, as a hint: it leaves out the torch
+    guard's first use, whose imports (torch._dynamo, sympy) took seconds of that cold child's
+    start; a checked or timed child still makes it before the kernel's code runs."""
+
+    environment = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    answer = subprocess.run(
+        [sys.executable, "-c", LOAD_FOR, str(SILU), runs],
+        cwd=tmp_path,
+        env={**environment, "PYTHONPATH": str(Path.cwd())},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    loaded, failure, dynamo = json.loads(answer.stdout.strip().splitlines()[-1])
+    assert (loaded, failure) == (True, None)
+    assert dynamo is (runs == "guarded")
