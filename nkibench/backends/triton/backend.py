@@ -193,7 +193,7 @@ PHASES = MappingProxyType(
         "reference": _phase("reference_phase", "task"),
         "kernel": _phase("kernel_phase"),
         "compare": COMPARE_PHASE,
-        "measure": _phase("measure_phase"),
+        "reverify": _phase("reverify_phase"),
         "counters": _phase("counters_phase"),
         "counters_report": Phase(f"{nsight.__name__}:report_phase", "backend"),
         "probe": _phase("probe_phase", "backend"),
@@ -529,7 +529,7 @@ class TritonBackend:
             "fresh_seeds": seeds,
         }
         reads = [session.inputs.data_dir, fresh.data_dir]
-        answer = session.child("measure", request, writes=[out], reads=reads)
+        answer = session.child("reverify", request, writes=[out], reads=reads)
         return _timing(answer, "the re-verification's child", seeds)
 
     def _baseline_ms(self, session: Session) -> float | None:

@@ -15,9 +15,9 @@ triton_kernel:    run(*inputs) per seed with the guards on (nkibench.backends.tr
                   floating-point data (a result kept by its integer inputs comes back wrong);
                   with `time` (a profile on a GPU), then the timing below, in this same
                   process: the kernel compiled, autotuned and checked is the one timed
-triton_measure:   the re-verification: the timing below on the session's seeds, and with
-                  `fresh_seeds`, time it again with fresh data written into the timed buffers
-                  before every run, and run it on the fresh seeds in those same buffers
+triton_reverify:  the re-verification: the timing below on the session's seeds, then again
+                  with fresh data written into the timed buffers before every run
+                  (`fresh_seeds`), and runs on the fresh seeds in those same buffers
 timing:           time run() (nkibench.backends.triton.timing), then device-synchronised
                   runs without the guard (the side-stream check) and with it (torch
                   compute); with `eager`, time the reference's forward() in PyTorch too, on
@@ -85,9 +85,9 @@ from nkibench.sandbox.workload_inputs import WorkloadValues
 __all__ = [
     "ceilings_phase",
     "kernel_phase",
-    "measure_phase",
     "probe_phase",
     "reference_phase",
+    "reverify_phase",
 ]
 
 PERTURBED = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
@@ -475,7 +475,7 @@ def _perturb(buffers: list[Any], pool: list[list[Any]], i: int, fixed: list[int]
                 buffer.mul_(1.0 + torch.rand_like(buffer) * 0.0625)
 
 
-def measure_phase(request: dict[str, Any]) -> dict[str, Any]:
+def reverify_phase(request: dict[str, Any]) -> dict[str, Any]:
     """The re-verification's child: the kernel timed on the session's seeds, then on fresh
     seeds written into the timed buffers (the first timing is the kernel child's own)."""
     timer = _timer()  # before the kernel's code runs
