@@ -59,11 +59,17 @@ def decode(raw: bytes | None, limit: int) -> dict[str, Any]:
     if not isinstance(value, dict) or not isinstance(value.get("ok"), bool):
         raise MalformedResult("a result without a boolean `ok`")
     if not value["ok"]:
-        _need(value.get("kind", "task") in CHILD_ERROR_KINDS, "a failure of an unknown kind")
-        _need(isinstance(value.get("message"), str), "a failure without a message")
-        line = value.get("line")
-        _need(line is None or _integer(line), "a failure whose line is not a number")
+        _failure(value, "failure", value.get("kind", "task"))
     return value
+
+
+def _failure(value: dict[str, Any], what: str, kind: Any) -> None:
+    """A failed phase's result (`what` names it in the problem): a known kind, a message, and
+    a line, if any, that is a number."""
+    _need(kind in CHILD_ERROR_KINDS, f"a {what} of an unknown kind")
+    _need(isinstance(value.get("message"), str), f"a {what} without a message")
+    line = value.get("line")
+    _need(line is None or _integer(line), f"a {what} whose line is not a number")
 
 
 def _need(condition: bool, problem: str) -> None:
@@ -204,10 +210,7 @@ def check_measured(result: Any, fresh_seeds: Iterable[int] = ()) -> dict[str, An
     _need(isinstance(result, dict) and isinstance(result.get("ok"), bool), "a timing without `ok`")
     checked: dict[str, Any] = result
     if not checked["ok"]:
-        _need(result.get("kind") in CHILD_ERROR_KINDS, "a timing failure of an unknown kind")
-        _need(isinstance(result.get("message"), str), "a timing failure without a message")
-        line = result.get("line")
-        _need(line is None or _integer(line), "a timing failure whose line is not a number")
+        _failure(checked, "timing failure", checked.get("kind"))  # a kind it must name
         return checked
     _latency(result.get("latency"), "latency")
     for key in ("synchronised_ms", "launch_overhead_ms"):

@@ -386,8 +386,7 @@ def _save(folder: Path, outputs: list[Any]) -> None:
 
 
 def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
-    timing = request.get("time")
-    timer = _timer() if timing else None  # before the kernel's code runs
+    timer = _timer() if request.get("time") else None  # before the kernel's code runs
     kernel, failure = _load(request)
     if kernel is None:
         return failure or {}
@@ -497,7 +496,8 @@ def _timed(
     check, guarded runs and the inputs' check; with `eager`, the reference's forward() timed
     on the same inputs; with `fresh_seeds`, the re-verification. A failure is a result of its
     own ({"ok": False, ...}), which the parent reads once the outputs compare correct."""
-    copies = [snapshot(args) for args in sets]
+    with span("inputs"):
+        copies = [snapshot(args) for args in sets]
     try:
         with span("timed_runs"):
             stats = timer.measure(lambda i: kernel.call(sets[i % len(sets)]))
