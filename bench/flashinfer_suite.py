@@ -4,7 +4,10 @@ the dataset's traces timed it on, beside the published latency.
 
 The dataset is assembled outside the repository by tools.flashinfer_suite (README.md); nothing
 fetched is committed. Each solution gets its own task folder (import-flashinfer --solution);
-each traced workload is profiled on its own (`accelopt profile --shapes w<index>`).
+each traced workload is profiled on its own (its shape set `w<index>`), as `accelopt profile`
+does, by one triton backend this process keeps for the whole suite: its warm processes start
+once, not once a profile. Nsight Compute's counters are off (a hint for the planner, not part
+of what is compared here).
 
     python3 bench/flashinfer_suite.py DATASET WORK_DIR [I/N [SKIP]] > suite.json
 
@@ -23,13 +26,18 @@ from typing import Any
 import torch
 from flashinfer_bench.data import TraceSet
 
-PROFILE_TIMEOUT_S = 300
-SEED = "20261127"
+from nkibench.backends.triton.backend import TritonBackend
+from nkibench.errors import NkiBenchError
+from nkibench.harness import profile_kernel
+from nkibench.task.spec import load_task
+
+IMPORT_TIMEOUT_S = 300
+SEED = 20261127
 """One correctness seed per workload (the task's default is three): the suite's run is long,
 and every workload is checked on its own inputs besides."""
 
 
-def accelopt(*argv: str, timeout: float = PROFILE_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+def accelopt(*argv: str, timeout: float = IMPORT_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "daemon", *argv],
         capture_output=True,
@@ -50,23 +58,17 @@ def traced_triton(dataset: TraceSet) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def profile(task: Path, shapes: str) -> dict[str, Any]:
+def profile(backend: TritonBackend, task: Path, shapes: str) -> dict[str, Any]:
     try:
-        ran = accelopt(
-            "profile", str(task), "--backend", "triton", "--shapes", shapes, "--seeds", SEED,
-            "--json",
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        return {"error_kind": "timeout", "message": f"over {PROFILE_TIMEOUT_S} s"}
-    try:
-        result: dict[str, Any] = json.loads(ran.stdout)
-    except ValueError:
-        return {"error_kind": "no result", "message": ran.stderr[-400:]}
-    return result
+        result = profile_kernel(load_task(task), backend=backend, shapes=shapes, seeds=(SEED,))
+    except NkiBenchError as e:
+        return {"error_kind": "task", "message": str(e)}
+    return result.to_json()
 
 
 def main(root: Path, work: Path, share: str = "1/1", skip: int = 0) -> dict[str, Any]:
     dataset = TraceSet.from_path(str(root))
+    backend = TritonBackend(require_gpu=True, nsight=False)
     index, shares = (int(part) for part in share.split("/"))
     rows = []
     # the solutions traced on this GPU's model first: theirs are the latencies to compare with
@@ -101,7 +103,7 @@ def main(root: Path, work: Path, share: str = "1/1", skip: int = 0) -> dict[str,
                 continue
             evaluation = trace.evaluation
             shapes = f"w{order.index(trace.workload.uuid)}"
-            ours = profile(task, shapes)
+            ours = profile(backend, task, shapes)
             rows.append(
                 {
                     "definition": definition,

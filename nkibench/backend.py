@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol
 
 from nkibench.policy.roofline import Peaks
 from nkibench.result import KernelResult
+from nkibench.sandbox.ahead import Ahead
 from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.process import Limits
 from nkibench.sandbox.warm import WarmPool
@@ -107,6 +108,11 @@ class Session(Protocol):
     trusted: dict[str, Any]
 
     @property
+    def ahead(self) -> Mapping[str, Ahead]:
+        """Children started ahead of their work (start_ahead), by phase."""
+        ...
+
+    @property
     def manifest(self) -> dict[str, Any]: ...
 
     @property
@@ -128,6 +134,23 @@ class Session(Protocol):
     ) -> dict[str, Any]:
         """Run the backend's phase `phase` in a sandboxed child and return its result
         (`mounts` beyond the backend's; `launcher`: a profiler that starts it)."""
+        ...
+
+    def data_dir(self) -> Path:
+        """The folder the reference writes the session's inputs to (made on first use)."""
+        ...
+
+    def start_ahead(
+        self,
+        phase: str,
+        *,
+        writes: Sequence[Path] = (),
+        reads: Sequence[Path] = (),
+        mounts: Mounts = ...,
+        launcher: Sequence[str] = (),
+    ) -> Ahead:
+        """Start `phase`'s child now, ahead of its work (nkibench.sandbox.ahead); the session
+        ends it when it ends."""
         ...
 
     def run_reference(self, seeds: Sequence[int], *, count_work: bool = False) -> Inputs: ...
@@ -179,6 +202,11 @@ class Backend(Protocol):
         ...
 
     def limits(self, task: TaskSpec, shapes: str, threads: int) -> Limits: ...
+
+    def begin(self, session: Session, profile: bool) -> None:
+        """The evaluation starts: its folders exist, and no child has run yet. A backend may
+        start a child ahead of its work here (Session.start_ahead)."""
+        ...
 
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
         """Backend fields of the kernel phase's request. A `timed_runs` field

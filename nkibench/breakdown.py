@@ -11,6 +11,7 @@ child's life less its own total; parent: the block's wall less every child's lif
 from __future__ import annotations
 
 import contextvars
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -54,6 +55,9 @@ class ChildTime:
     life_s: float
     spans: dict[str, float] | None
     total_s: float | None
+    waited: bool = False
+    """Started ahead of its work: `life_s` is what the evaluation waited for it, and its spans
+    partly passed while other children ran."""
 
 
 @dataclass
@@ -78,6 +82,21 @@ class Breakdown:
                 self._note(f"{phase}: timings dropped ({e})")
         self.children.append(ChildTime(phase, life_s, spans, total))
 
+    def add_waited(self, phase: str, waited_s: float, result: dict[str, Any]) -> None:
+        """A child started ahead of its work (nkibench.sandbox.ahead): what the evaluation
+        waited for it, not its life, which overlapped other children's. Its own account
+        (its imports before it was begun included) is kept beside it, unchecked against a
+        life the parent did not measure."""
+        raw = result.pop(RESULT_KEY, None)
+        spans: dict[str, float] | None = None
+        total: float | None = None
+        if raw is not None:
+            try:
+                spans, total = check_timings(raw, math.inf)
+            except MalformedResult as e:
+                self._note(f"{phase}: timings dropped ({e})")
+        self.children.append(ChildTime(phase, waited_s, spans, total, waited=True))
+
     def _note(self, note: str) -> None:
         if len(self.notes) < MAX_NOTES:
             self.notes.append(note)
@@ -90,7 +109,7 @@ class Breakdown:
             if child.phase in COUNTERS_PHASES:
                 seconds["counters"] += child.life_s
                 continue
-            if child.spans is None or child.total_s is None:
+            if child.spans is None or child.total_s is None or child.waited:
                 seconds["child_other"] += child.life_s
                 continue
             total = min(child.total_s, child.life_s)
@@ -111,7 +130,13 @@ class Breakdown:
             "floor_s": floor,
             "wall_over_floor": self.wall_s / floor if floor > 0 else None,
             "children": [
-                {"phase": c.phase, "life_s": c.life_s, "spans": c.spans, "total_s": c.total_s}
+                {
+                    "phase": c.phase,
+                    "life_s": c.life_s,
+                    "spans": c.spans,
+                    "total_s": c.total_s,
+                    "waited": c.waited,
+                }
                 for c in self.children
             ],
             "notes": self.notes,

@@ -40,6 +40,7 @@ from nkibench.policy.roofline import Peaks, Work, pct_of_peak, roofline
 from nkibench.policy.workloads import WorkloadRun, combine
 from nkibench.result import KernelResult
 from nkibench.sandbox import results, stopwatch
+from nkibench.sandbox.ahead import Ahead
 from nkibench.sandbox.folders import SessionFolders
 from nkibench.sandbox.isolation import Isolation, Mounts
 from nkibench.sandbox.parse_child import static_violations
@@ -47,6 +48,7 @@ from nkibench.sandbox.process import (
     KERNEL_FLOOR_S,
     RESULT_LIMIT,
     ChildOutcome,
+    Gate,
     Limits,
     run_child,
 )
@@ -92,10 +94,12 @@ def run_phase(
     cancel: threading.Event | None = None,
     warm: WarmPool | None = None,
     launcher: Sequence[str] = (),
+    gate: Gate | None = None,
 ) -> dict[str, Any]:
     """Run one phase in a sandboxed child that sees a fresh folder of its own, writes `writes`
     and reads `reads` (folders made by `folders`, never a path a child made), and return its
-    result. A child that died without a result, or handed back one the parent cannot use, is
+    result. With a `gate`, the child starts ahead of its work (nkibench.sandbox.ahead). A
+    child that died without a result, or handed back one the parent cannot use, is
     a typed failure that says whose code it was (nkibench.harness.DEATH_KIND); so is one whose
     folders (its own and `writes`) hold more than the limits' disk quota, even with a result.
     Its own folder is released when it ends: no later child reads it."""
@@ -103,7 +107,8 @@ def run_phase(
         folders.require(folder)
     own = folders.fresh(name)
     quota = folders.quota([own, *writes], limits.disk_mb, isolation)
-    breakdown = recorder()
+    # a child started ahead is counted by what its caller waits for it (Ahead.result)
+    breakdown = recorder() if gate is None else None
     if breakdown is not None:  # `accelopt bench gpu --breakdown`: the child's own timings too
         request = {**request, stopwatch.REQUEST_KEY: True}
     spawned = time.perf_counter()
@@ -122,6 +127,7 @@ def run_phase(
             quota=quota,
             warm=warm,
             launcher=launcher,
+            gate=gate,
         )
     finally:  # its result came over a descriptor: nothing in its folder is read
         folders.release(own)
@@ -303,7 +309,10 @@ class Session:
     """How long the reference phase took (every seed): the yardstick of the kernel's limit."""
     last_phase: tuple[str, Phase] | None = None
     """The child whose result was read last: a result that turns out malformed is its fault."""
+    ahead: dict[str, Ahead] = field(default_factory=dict)
+    """Children started ahead of their work, by phase (ended with the session: `end`)."""
     task_dir: Path = field(init=False)
+    _data_dir: Path | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.task_dir = copy_task(self.task, self.folders.fresh(TASK_COPY, child_writes=False))
@@ -331,6 +340,53 @@ class Session:
         """Give back the disk of folders that no later child reads."""
         for folder in folders:
             self.folders.release(folder)
+
+    def data_dir(self) -> Path:
+        """The folder the reference writes the session's inputs to, made on first use: a child
+        started before the reference runs may be given it to read."""
+        if self._data_dir is None:
+            self._data_dir = self.folder("inputs")
+        return self._data_dir
+
+    def start_ahead(
+        self,
+        phase: str,
+        *,
+        writes: Sequence[Path] = (),
+        reads: Sequence[Path] = (),
+        mounts: Mounts = NO_MOUNTS,
+        launcher: Sequence[str] = (),
+    ) -> Ahead:
+        """`phase`'s child, started cold now, ahead of its work (nkibench.sandbox.ahead): it
+        imports, then waits for its request (Ahead.begin). It is `ahead[phase]` until the
+        session ends, which ends it."""
+        declared = self.backend.phases[phase]
+        backend_side = declared.backend_environment
+
+        def run(gate: Gate, stop: threading.Event) -> dict[str, Any]:
+            return run_phase(
+                phase,
+                declared,
+                {},
+                self.folders,
+                self.limits,
+                isolation=self.backend.isolation,
+                writes=writes,
+                reads=[self.task_dir, *reads],
+                mounts=(self.backend.mounts() if backend_side else NO_MOUNTS) + mounts,
+                environment=self.backend.environment() if backend_side else None,
+                cancel=stop,
+                launcher=launcher,
+                gate=gate,
+            )
+
+        self.ahead[phase] = started = Ahead(phase, run, writes)
+        return started
+
+    def end(self) -> None:
+        """End the children started ahead (begun or not): none outlives the session."""
+        for started in self.ahead.values():
+            started.end()
 
     def child(
         self,
@@ -374,9 +430,12 @@ class Session:
             launcher=launcher,
         )
 
-    def run_reference(self, seeds: Sequence[int], *, count_work: bool = False) -> Inputs:
-        """The reference phase on `seeds`, into fresh folders."""
-        data, expected = self.folder("inputs"), self.folder("expected")
+    def run_reference(
+        self, seeds: Sequence[int], *, count_work: bool = False, data: Path | None = None
+    ) -> Inputs:
+        """The reference phase on `seeds`, into fresh folders (the inputs into `data`, an empty
+        one of the session's, where given)."""
+        data, expected = data or self.folder("inputs"), self.folder("expected")
         request = {
             **self.common,
             "seeds": list(seeds),
@@ -397,7 +456,7 @@ class Session:
         return Inputs(manifest, data, expected, work if isinstance(work, dict) else None)
 
     def reference(self, *, count_work: bool) -> Inputs:
-        self.inputs = self.run_reference(self.seeds, count_work=count_work)
+        self.inputs = self.run_reference(self.seeds, count_work=count_work, data=self.data_dir())
         first = self.inputs.manifest[str(self.seeds[0])]
         self.result.forward_seconds = first.get("forward_s")
         return self.inputs
@@ -633,12 +692,14 @@ READING_ERRORS = (KeyError, TypeError, ValueError, IndexError)
 
 
 def _judge(session: Session, profile: bool) -> None:
-    """The flow every backend shares: reference, kernel, comparison, the backend's trusted
+    """The flow every backend shares: the backend's start (Backend.begin), reference, kernel,
+    comparison, the backend's trusted
     check of what the kernel handed back, and, when profiling, the latency (refused unless
     positive and finite) against the roofline. A result that a backend reads and finds
     malformed is the failure of the child that wrote it."""
     task, backend, result = session.task, session.backend, session.result
     try:
+        backend.begin(session, profile)
         inputs = session.reference(count_work=profile and not task.roofline)
         work = _task_work(session, inputs)  # a formula the counts break fails before the kernel
         kernel = session.kernel(inputs, profile=profile)
@@ -754,7 +815,10 @@ def _evaluate(
                 cancel,
                 baseline_kernel_s,
             )
-            _judge(session, profile)
+            try:
+                _judge(session, profile)
+            finally:
+                session.end()
     except PhaseFailure as failure:
         result.error_kind = failure.kind
         result.message = recordable(failure.message)

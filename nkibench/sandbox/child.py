@@ -10,6 +10,11 @@ of a backend loads in a child that does not run it. This module imports only the
 library and nkibench.sandbox's process, progress and stopwatch helpers before the request is
 read. A request that asks for timings (`accelopt bench gpu --breakdown`) gets the child's own
 account of its time beside its result (nkibench.sandbox.stopwatch).
+
+A child started ahead of its work (nkibench.sandbox.process.Gate) first gets a line of its
+own: the phase's entry and the limits, marked AHEAD_KEY. It applies the limits and imports the
+phase's module (trusted code: no task or kernel code has run), then waits on stdin for the
+request, which the parent writes when the work may begin.
 """
 
 from __future__ import annotations
@@ -22,11 +27,16 @@ from collections.abc import Callable
 from typing import Any
 
 from nkibench.sandbox.lifeline import hold
-from nkibench.sandbox.process import RESULT_FD_VARIABLE, apply_limits
+from nkibench.sandbox.process import AHEAD_KEY, RESULT_FD_VARIABLE, apply_limits
 from nkibench.sandbox.progress import PROGRESS_FD_KEY, PROGRESS_FD_VARIABLE
 from nkibench.sandbox.stopwatch import REQUEST_KEY, RESULT_KEY, report, span
 
-__all__ = ["main"]
+__all__ = ["SKIP_TEARDOWN", "main"]
+
+SKIP_TEARDOWN = "SKIP_TEARDOWN"
+"""A phase module's attribute: True where its child ends without the interpreter's teardown
+once its result is written (nothing the parent reads depends on it; a forked child of a warm
+process never has one)."""
 
 
 def _phase(entry: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -51,13 +61,17 @@ def _task_code_failure(failure: Exception) -> dict[str, Any]:
 def main() -> None:
     hold()  # first: a child whose parent is gone ends here, before anything loads
     channel = os.fdopen(int(os.environ.pop(RESULT_FD_VARIABLE)), "wb")
-    request = json.loads(sys.stdin.buffer.read())
-    beats = os.environ.pop(PROGRESS_FD_VARIABLE, None)
-    if beats is not None:  # a phase that reports progress finds its pipe in the request
-        request[PROGRESS_FD_KEY] = int(beats)
-    apply_limits(request["limits"])  # before anything of the task or the kernel runs
+    first = json.loads(sys.stdin.buffer.readline())  # json.dumps writes no newline
+    apply_limits(first["limits"])  # before anything of the task or the kernel runs
+    request = first
     try:
-        result = _phase(request["entry"])(request)
+        phase = _phase(first["entry"])
+        # started ahead: the imports are done, and the request comes when the work may begin
+        request = json.loads(sys.stdin.buffer.read()) if first.get(AHEAD_KEY) else first
+        beats = os.environ.pop(PROGRESS_FD_VARIABLE, None)
+        if beats is not None:  # a phase that reports progress finds its pipe in the request
+            request[PROGRESS_FD_KEY] = int(beats)
+        result = phase(request)
     except MemoryError:
         result = {
             "ok": False,
@@ -70,6 +84,11 @@ def main() -> None:
         result[RESULT_KEY] = report()
     with channel:
         channel.write(json.dumps(result).encode())
+    module = sys.modules.get(str(first["entry"]).partition(":")[0])
+    if getattr(module, SKIP_TEARDOWN, False) is True:  # the phase's module says so
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 if __name__ == "__main__":

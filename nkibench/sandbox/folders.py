@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -53,14 +54,18 @@ class SessionFolders:
         self._fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         self._made: set[Path] = set()
         self._counts: dict[str, int] = {}
+        # a child started ahead (nkibench.harness.Session.start_ahead) makes and releases its
+        # own folder from a thread of its own
+        self._lock = threading.Lock()
 
     def fresh(self, name: str, *, child_writes: bool = True) -> Path:
         """A new, empty folder `name` (or `name.2`, `name.3`... when used before), owned by the
         children's user when they write it."""
         if "/" in name or name in ("", ".", ".."):
             raise ValueError(f"not a folder name: {name!r}")
-        count = self._counts.get(name, 0) + 1
-        self._counts[name] = count
+        with self._lock:
+            count = self._counts.get(name, 0) + 1
+            self._counts[name] = count
         unique = name if count == 1 else f"{name}.{count}"
         os.mkdir(unique, 0o700, dir_fd=self._fd)  # FileExistsError: never reuse a name
         fd = os.open(unique, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self._fd)
@@ -71,7 +76,8 @@ class SessionFolders:
         finally:
             os.close(fd)
         path = self.root / unique
-        self._made.add(path)
+        with self._lock:
+            self._made.add(path)
         return path
 
     def quota(self, folders: Sequence[Path], limit_mb: int, isolation: Isolation) -> DiskQuota:
@@ -85,7 +91,8 @@ class SessionFolders:
         """Remove `folder`, made here, with what children left in it: nothing reads it any more,
         and its disk goes back to the job before the next child's rather than at the job's end."""
         self.require(folder)
-        self._made.discard(folder)
+        with self._lock:
+            self._made.discard(folder)
         shutil.rmtree(folder, ignore_errors=True)
 
     def require(self, folder: Path) -> None:
@@ -95,7 +102,8 @@ class SessionFolders:
 
     def owns(self, path: Path) -> bool:
         """Whether `path` is one of the folders made here (the only paths a child is given)."""
-        return Path(path) in self._made
+        with self._lock:
+            return Path(path) in self._made
 
     def close(self) -> None:
         if self._fd >= 0:

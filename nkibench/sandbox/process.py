@@ -41,11 +41,13 @@ from nkibench.sandbox.streams import tail
 from nkibench.sandbox.warm import WarmChild, WarmPool, ZygoteFailed
 
 __all__ = [
+    "AHEAD_KEY",
     "KERNEL_FLOOR_S",
     "RESULT_FD_VARIABLE",
     "RESULT_LIMIT",
     "Cancelled",
     "ChildOutcome",
+    "Gate",
     "Limits",
     "apply_limits",
     "run_child",
@@ -54,6 +56,9 @@ __all__ = [
 RESULT_LIMIT = 64 * 1024 * 1024
 """Bytes of a phase's result (JSON) the parent reads; a larger one is a failure of the phase.
 Results hold per-seed numbers and short messages: kilobytes, a few megabytes with many seeds."""
+AHEAD_KEY = "ahead"
+"""Marks the first line a child started ahead of its work gets (its entry and limits alone;
+nkibench.sandbox.child): its request follows on stdin once its Gate opens."""
 RESULT_FD_VARIABLE = "ACCELOPT_RESULT_FD"
 """Names the descriptor the child writes its result to: a file without a name, made and held by
 the parent (never a path in the child's folder, which the child could replace with a link)."""
@@ -158,6 +163,42 @@ TERMINATE_GRACE_S = 3.0
 Ending = Literal["exited", "timed out", "cancelled", "flooded", "over quota"]
 
 
+class Gate:
+    """When a child started ahead of its work (run_child's `gate`) may begin it. Until then it
+    has only applied its limits and imported its phase's modules: no task or kernel code has
+    run in it. `open` hands it the rest of its request; `shut` ends it unstarted. The first
+    call decides."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._decided = threading.Event()
+        self._request: dict[str, Any] | None = None
+
+    def open(self, request: dict[str, Any]) -> None:
+        self._decide(request)
+
+    def shut(self) -> None:
+        self._decide(None)
+
+    @property
+    def opened(self) -> bool:
+        return self._decided.is_set() and self._request is not None
+
+    def _decide(self, request: dict[str, Any] | None) -> None:
+        with self._lock:
+            if not self._decided.is_set():
+                self._request = request
+                self._decided.set()
+
+    def wait(self, cancel: threading.Event | None) -> dict[str, Any] | None:
+        """The rest of the request once the gate opens; None once it is shut, or as soon as
+        `cancel` is set."""
+        while not self._decided.wait(CANCEL_POLL_S):
+            if cancel is not None and cancel.is_set():
+                return None
+        return self._request
+
+
 class Started(Protocol):
     """A started child: a cold one (ColdChild) or one a warm process forked
     (nkibench.sandbox.warm.WarmChild)."""
@@ -199,6 +240,7 @@ def _cold_start(
     lifeline: int,
     channel: IO[bytes],
     beats: int,
+    more: bool = False,
 ) -> ColdChild:
     process = subprocess.Popen(
         argv,
@@ -211,7 +253,7 @@ def _cold_start(
         pass_fds=(lifeline, channel.fileno(), *([beats] if beats >= 0 else [])),
         process_group=0,
     )
-    _feed(process.stdin, payload)
+    _feed(process.stdin, payload, more=more)
     return ColdChild(process)
 
 
@@ -255,11 +297,14 @@ def _warm_start(
     return child
 
 
-def _feed(stdin: IO[bytes] | None, payload: bytes) -> None:
+def _feed(stdin: IO[bytes] | None, payload: bytes, *, more: bool = False) -> None:
+    """Write `payload` to the child's stdin, then close it unless `more` is to follow."""
     assert stdin is not None
     try:
         stdin.write(payload)
-        stdin.close()
+        stdin.flush()
+        if not more:
+            stdin.close()
     except BrokenPipeError:
         pass  # the child died at start; its outcome says why
 
@@ -295,6 +340,15 @@ def _wait(
                 return "cancelled"
 
 
+def _deadline(started: float, limits: Limits, watch: ProgressWatch | None) -> Deadline:
+    """The child's timeout from `started`, and its ceiling while it makes progress."""
+    return Deadline(
+        started + limits.timeout_s,
+        started + max(limits.timeout_s, limits.progress_until_s or 0.0),
+        watch,
+    )
+
+
 def _result(channel: IO[bytes]) -> bytes | None:
     """What the child wrote on its result channel: None when larger than RESULT_LIMIT (the
     caller says so), else the bytes, empty when it wrote nothing."""
@@ -319,12 +373,16 @@ def run_child(
     quota: DiskQuota | None = None,
     warm: WarmPool | None = None,
     launcher: Sequence[str] = (),
+    gate: Gate | None = None,
 ) -> ChildOutcome:
     """Run `python -m module` in the sandbox with `request` on stdin; wait at most the timeout.
     With `warm` (nkibench.sandbox.warm), a warm process forks the child instead, where the
     child's folders lie under its root (its module then runs in the zygote's child). With a
     `launcher` (a profiler's command line, which starts the program after it), the child
-    starts cold, that program in the sandbox starting it.
+    starts cold, that program in the sandbox starting it. With a `gate`, the child starts cold
+    ahead of its work: it gets its phase's entry and its limits, imports, and waits; its
+    request, with what the gate opens with, follows when it opens, and its timeout counts from
+    then. A gate shut, or a cancel before it opens, kills the child and raises Cancelled.
 
     The child may write to `workdir` and `writable`, read `read_only` (the task's folder) and
     the Python it runs on, and nothing else. On timeout the child's whole process group gets
@@ -339,16 +397,18 @@ def run_child(
     """
     writable = [workdir, *writable]
     payload = json.dumps({**request, "limits": asdict(limits)}).encode()
+    # json.dumps writes no newline: a first line is a whole document (nkibench.sandbox.child)
+    first = payload
+    if gate is not None:
+        ahead = {"entry": request.get("entry"), "limits": asdict(limits), AHEAD_KEY: True}
+        first = json.dumps(ahead).encode() + b"\n"
     lifeline, held = os.pipe()  # the child reads; only this process ever holds `held`
     # the child writes its beats; only the child holds `beats` once it has started
     watched, beats = os.pipe() if limits.progress_until_s is not None else (-1, -1)
     progress = {PROGRESS_FD_VARIABLE: str(beats)} if beats >= 0 else {}
+    watch = ProgressWatch(watched) if watched >= 0 else None
     started = time.monotonic()
-    deadline = Deadline(
-        started + limits.timeout_s,
-        started + max(limits.timeout_s, limits.progress_until_s or 0.0),
-        ProgressWatch(watched) if watched >= 0 else None,
-    )
+    deadline = _deadline(started, limits, watch)
     try:
         # Nameless files (unlinked at once) in the parent's own temporary folder: the child
         # gets descriptors, and nothing it does to its folder changes what the parent reads.
@@ -370,6 +430,7 @@ def run_child(
             if (
                 warm is not None
                 and not launcher
+                and gate is None
                 and isolation.contained
                 and warm.covers([*writable, *read_only])
                 and (mounts or Mounts()).within(warm.mounts)
@@ -404,7 +465,7 @@ def run_child(
                 )
                 process = _cold_start(
                     argv,
-                    payload,
+                    first,
                     stdout=stdout,
                     stderr=stderr,
                     workdir=workdir,
@@ -412,6 +473,7 @@ def run_child(
                     lifeline=lifeline,
                     channel=channel,
                     beats=beats,
+                    more=gate is not None,
                 )
             for fd in (lifeline, beats):
                 if fd >= 0:
@@ -419,6 +481,15 @@ def run_child(
             lifeline = beats = -1
             ending: Ending = "exited"
             try:
+                if gate is not None:
+                    rest = gate.wait(cancel)
+                    if rest is None:
+                        raise Cancelled(f"{module} was started ahead and not wanted")
+                    started = time.monotonic()
+                    deadline = _deadline(started, limits, watch)
+                    assert isinstance(process, ColdChild)
+                    payload = json.dumps({**request, **rest, "limits": asdict(limits)}).encode()
+                    _feed(process.process.stdin, payload)
                 ending = _wait(
                     process,
                     deadline,

@@ -74,6 +74,28 @@ def test_the_counters_children_are_a_column_of_their_own_and_no_work() -> None:
     assert breakdown.to_json()["floor_s"] == 0.5
 
 
+def test_a_child_started_ahead_counts_what_the_profile_waited_for_it() -> None:
+    """The counters' child started ahead (nkibench.sandbox.ahead) lived through the other
+    children: the table counts the wait, so its columns still sum to the wall; its own
+    account, imports before it was begun included, is kept beside it, and no span of its
+    reaches the other columns."""
+    breakdown = Breakdown()
+    breakdown.add("kernel", 2.0, {RESULT_KEY: {"spans": {"checked_runs": 0.5}, "total_s": 1.5}})
+    own = {"spans": {"imports": 6.0, "compile": 1.0, "checked_runs": 1.5}, "total_s": 9.5}
+    breakdown.add_waited("counters", 2.5, {"ok": True, RESULT_KEY: own})
+    breakdown.add_waited("counters", 1.0, {"ok": True, RESULT_KEY: {"spans": {"x": 1}}})
+    breakdown.wall_s = 6.0
+    seconds = breakdown.columns()
+    assert seconds["counters"] == 3.5
+    assert seconds["imports"] == seconds["compile"] == 0.0
+    assert sum(seconds.values()) == pytest.approx(6.0)
+    children = breakdown.to_json()["children"]
+    assert children[1]["waited"] is True
+    assert children[1]["spans"]["imports"] == 6.0
+    assert children[2]["spans"] is None  # malformed: dropped, with a note
+    assert any("counters: timings dropped" in n for n in breakdown.notes)
+
+
 def _garbage_child(kind: str, tmp_path: Path) -> tuple[dict[str, Any], Any]:
     isolation = Isolation.detect()
     with recording() as breakdown, SessionFolders(tmp_path, isolation.child_uid) as folders:
@@ -153,7 +175,10 @@ def test_the_phases_of_a_profile_sum_to_the_wall_its_caller_measured(
     assert phases == ["reference", "kernel", "compare", *counted]
     for child in breakdown.children:
         assert child.total_s is not None
-        assert child.total_s < child.life_s
+        # the task's own kernel's counters child starts ahead: its life is the wait for it
+        assert child.waited == (child.phase == "counters")
+        if not child.waited:
+            assert child.total_s < child.life_s
     # the children account for most of the wall, and name most of their own time
     assert seconds["parent"] < 0.5 * wall
     assert 0 <= seconds["child_other"] < 0.1 * wall

@@ -200,6 +200,9 @@ class NeuronBackend:
             adaptive=not task.declares_timeout(shapes),
         )
 
+    def begin(self, session: Session, profile: bool) -> None:
+        return None
+
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
         dialect = session.task.dialect
         self.dialect = dialect

@@ -107,6 +107,9 @@ class NkisimBackend:
             adaptive=not task.declares_timeout(shapes),
         )
 
+    def begin(self, session: Session, profile: bool) -> None:
+        return None
+
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
         return {}
 

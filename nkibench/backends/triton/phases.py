@@ -90,6 +90,10 @@ __all__ = [
     "reverify_phase",
 ]
 
+SKIP_TEARDOWN = True
+"""A child that ran these phases ends without the interpreter's teardown once its result is
+written (nkibench.sandbox.child): torch's and CUDA's take about a second of a cold child on a
+GPU host (the counters' child under Nsight Compute, whose report does not need them)."""
 PERTURBED = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 """The dtypes whose timed buffers get fresh content by scaling (integers, booleans and float8,
 which has no arithmetic on the GPU, are copied from the fresh sets only)."""
