@@ -106,6 +106,9 @@ class Session(Protocol):
     inputs: Inputs | None
     out_dir: Path | None
     trusted: dict[str, Any]
+    kernel_writes: list[Path]
+    """Folders of the session's that the kernel's child writes beside its outputs, for a
+    later child of the backend's to read (added in begin)."""
 
     @property
     def ahead(self) -> Mapping[str, Ahead]:

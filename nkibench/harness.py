@@ -311,6 +311,9 @@ class Session:
     """The child whose result was read last: a result that turns out malformed is its fault."""
     ahead: dict[str, Ahead] = field(default_factory=dict)
     """Children started ahead of their work, by phase (ended with the session: `end`)."""
+    kernel_writes: list[Path] = field(default_factory=list)
+    """Folders of the session's that the kernel's child writes beside its outputs, for a
+    later child of the backend's to read (Backend.begin adds them)."""
     task_dir: Path = field(init=False)
     _data_dir: Path | None = field(init=False, default=None)
 
@@ -485,7 +488,8 @@ class Session:
             "out_dir": str(out),
             **self.backend.kernel_request(self, profile),
         }
-        kernel = self.child("kernel", request, writes=[out], reads=[inputs.data_dir])
+        writes = [out, *self.kernel_writes]
+        kernel = self.child("kernel", request, writes=writes, reads=[inputs.data_dir])
         if not kernel["ok"]:
             raise PhaseFailure(kernel["kind"], kernel["message"], kernel.get("line") or None)
         try:

@@ -37,6 +37,7 @@ from nkibench.backend import (
     refuse_other_dialects,
 )
 from nkibench.backends.triton import nsight
+from nkibench.backends.triton.compiled import COMPILE_CACHE_FIELD
 from nkibench.backends.triton.nsight import (
     CountersUnreadable,
     NsightCompute,
@@ -93,6 +94,13 @@ room): a faster kernel makes more runs within the blocks' fixed device time, whi
 child's floor covers. The kernel child's time limit counts them (nkibench.harness)."""
 CACHE_SLOWDOWN = 1.5
 """Fresh inputs may not be this much slower than rotated ones (plus a microsecond margin)."""
+
+
+def _compile_cache(session: Session) -> dict[str, str]:
+    """The request field naming the compile cache the kernel's child shares with the
+    counters' child started ahead (begin); none where there is no such child."""
+    started = session.ahead.get("counters")
+    return {COMPILE_CACHE_FIELD: str(started.writes[1])} if started is not None else {}
 
 
 def counters_skipped(latency_ms: float | None, baseline_ms: float | None) -> str | None:
@@ -259,10 +267,11 @@ def _libcuda_dir() -> str | None:
 
 
 def _environment(device: str | None, interpret: bool) -> dict[str, str]:
-    # No shared Triton cache: a kernel could plant a compiled binary under another kernel's
-    # cache key. Each child caches under its own HOME, so a kernel compiles once per child (a
-    # profile's kernel child checks and times it; a re-verification or counters child compiles
-    # it again).
+    # No Triton cache shared across evaluations: a kernel could plant a compiled binary under
+    # another kernel's cache key. Each child caches under its own HOME, so a kernel compiles
+    # once per child (a profile's kernel child checks and times it; a re-verification child
+    # compiles it again), except the counters' child of a task's own kernel, which finds what
+    # the kernel's child of the same session compiled (TritonBackend.begin).
     passed = {k: os.environ[k] for k in PASSED_VARIABLES if k in os.environ}
     environment = {**passed, "PATH": os.environ.get("PATH", os.defpath)}
     libcuda = None if interpret else _libcuda_dir()
@@ -382,9 +391,13 @@ class TritonBackend:
         if session.source != session.task.kernel_source:
             return  # a candidate's counters wait for its latency (counters_skipped)
         report = session.folder("counters")
+        # what the kernel's child compiles, the counters' child of the same kernel finds
+        # (about a second and a half of that child's own compile on an H200 host)
+        cache = session.folder("compile_cache")
+        session.kernel_writes.append(cache)
         session.start_ahead(
             "counters",
-            writes=[report],
+            writes=[report, cache],
             reads=[session.data_dir()],
             mounts=Mounts(read_only=(self.nsight.folder,)),
             launcher=self.nsight.command(report / nsight.CSV_NAME),
@@ -393,6 +406,7 @@ class TritonBackend:
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
         if not profile or self.host.gpu is None:
             return {}
+        shared = _compile_cache(session)
         # A profile is timed in the kernel's own child, after its checked runs: the kernel
         # compiled, autotuned and checked is the one timed, and a second child's start, CUDA
         # initialisation, inputs and compile (about 1.5 s of a candidate on an H200) are saved.
@@ -401,6 +415,7 @@ class TritonBackend:
             "time": True,
             "eager": self.with_eager,
             TIMED_RUNS_FIELD: TIMED_RUNS * (2 if self.with_eager else 1),
+            **shared,
         }
 
     def trusted_check(
@@ -415,7 +430,7 @@ class TritonBackend:
         if counters is not None and session.inputs is not None:
             # the kernel's child, which timed it, has ended: the counted run overlaps the
             # comparison (a child of the CPU's), and is dropped with the session if it fails
-            counters.begin(session.kernel_request(session.inputs))
+            counters.begin({**session.kernel_request(session.inputs), **_compile_cache(session)})
         return None
 
     def verify(self, session: Session, found: dict[str, Any] | None, profile: bool) -> None:

@@ -41,7 +41,11 @@ from triton.compiler.errors import CompilationError
 
 from nkibench.backends.triton.canaries import Canaries
 from nkibench.backends.triton.ceilings import measure_ceilings
-from nkibench.backends.triton.compiled import compiled_kernels, record_compiled_kernels
+from nkibench.backends.triton.compiled import (
+    compiled_kernels,
+    record_compiled_kernels,
+    share_compile_cache,
+)
 from nkibench.backends.triton.guards import (
     Cheat,
     ModuleSnapshot,
@@ -390,6 +394,7 @@ def _save(folder: Path, outputs: list[Any]) -> None:
 
 
 def kernel_phase(request: dict[str, Any]) -> dict[str, Any]:
+    share_compile_cache(request)  # before anything compiles
     timer = _timer() if request.get("time") else None  # before the kernel's code runs
     kernel, failure = _load(request)
     if kernel is None:
@@ -565,6 +570,7 @@ def counters_phase(request: dict[str, Any]) -> dict[str, Any]:
     """The run Nsight Compute profiles, started by ncu (nkibench.backends.triton.nsight): the
     first seed's inputs, run() once to compile and autotune, then once inside the counted NVTX
     range; and what Triton's compiler reported of each kernel it built."""
+    share_compile_cache(request)  # the kernel's child compiled it there
     record_compiled_kernels()
     kernel, failure = _load(request, guard=False)  # a hint, from unguarded runs
     if kernel is None:

@@ -18,6 +18,7 @@ import pytest
 
 from daemon.views.report.view import counters_text
 from nkibench.backends.triton.backend import counters_skipped
+from nkibench.backends.triton.compiled import COMPILE_CACHE_FIELD, share_compile_cache
 from nkibench.backends.triton.nsight import (
     REPORT_LIMIT,
     CountersUnreadable,
@@ -239,3 +240,17 @@ def test_the_counters_child_loads_the_kernel_without_the_guards_imports(
     loaded, failure, dynamo = json.loads(answer.stdout.strip().splitlines()[-1])
     assert (loaded, failure) == (True, None)
     assert dynamo is (runs == "guarded")
+
+
+def test_a_child_compiles_into_the_sessions_cache_only_where_its_request_names_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel's child and the counters' child of a task's own kernel share a compile cache
+    (TritonBackend.begin); any other child keeps Triton's under its own home."""
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    share_compile_cache({"seeds": [1]})
+    assert "TRITON_CACHE_DIR" not in os.environ
+    share_compile_cache({COMPILE_CACHE_FIELD: 7})  # not a folder's name: ignored
+    assert "TRITON_CACHE_DIR" not in os.environ
+    share_compile_cache({COMPILE_CACHE_FIELD: str(tmp_path)})
+    assert os.environ["TRITON_CACHE_DIR"] == str(tmp_path)
