@@ -63,7 +63,8 @@ def print_breakdown(result: dict[str, Any], shapes: str) -> None:
         "teardown), counters (the children that take the GPU's hardware counters, "
         "Nsight Compute's start and replays included) and wall are the parent's "
         "measurements; child other is what a child left unnamed. The floor is reference + "
-        "checked runs + timed runs; the first checked run, which compiles, is compile."
+        "checked runs + timed runs (and, where counters were taken, Nsight Compute's "
+        "replays of the counted run); the first checked run, which compiles, is compile."
     )
     for number, row in rows:
         for note in row["breakdown"]["notes"]:

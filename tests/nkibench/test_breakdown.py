@@ -57,9 +57,10 @@ def test_a_well_formed_timing_report_is_read_in_the_columns_order() -> None:
     assert total == 2.0
 
 
-def test_the_counters_children_are_a_column_of_their_own_and_no_work() -> None:
+def test_the_counters_children_are_a_column_of_their_own_and_their_replays_are_work() -> None:
     """Nsight Compute's children (its start, replays and the report's reader) take seconds a
-    profile: the table shows them apart, and the floor never counts their runs."""
+    profile: the table shows them apart; of them, the floor counts only the counted run's
+    replays (kernel runs), never their start or compile."""
     breakdown = Breakdown()
     breakdown.add("kernel", 2.0, {RESULT_KEY: {"spans": {"checked_runs": 0.5}, "total_s": 1.5}})
     counted = {"spans": {"compile": 1.0, "checked_runs": 3.0}, "total_s": 4.5}
@@ -71,7 +72,7 @@ def test_the_counters_children_are_a_column_of_their_own_and_no_work() -> None:
     assert seconds["checked_runs"] == 0.5  # the kernel child's, not the counted run
     assert seconds["compile"] == 0.0
     assert sum(seconds.values()) == pytest.approx(8.0)
-    assert breakdown.to_json()["floor_s"] == 0.5
+    assert breakdown.to_json()["floor_s"] == 0.5 + 3.0
 
 
 def test_a_child_started_ahead_counts_what_the_profile_waited_for_it() -> None:
