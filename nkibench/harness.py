@@ -383,7 +383,7 @@ class Session:
                 gate=gate,
             )
 
-        self.ahead[phase] = started = Ahead(phase, run, writes)
+        self.ahead[phase] = started = Ahead(phase, run, writes, self.cancel)
         return started
 
     def end(self) -> None:

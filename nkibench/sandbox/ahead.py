@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from nkibench.breakdown import recorder
-from nkibench.sandbox.process import Gate
+from nkibench.sandbox.process import CANCEL_POLL_S, Gate
 from nkibench.sandbox.stopwatch import REQUEST_KEY
 
 __all__ = ["Ahead"]
@@ -34,9 +34,17 @@ Run = Callable[[Gate, threading.Event], dict[str, Any]]
 class Ahead:
     """One child started ahead of its work, and the folders it writes."""
 
-    def __init__(self, phase: str, run: Run, writes: Sequence[Path]) -> None:
+    def __init__(
+        self,
+        phase: str,
+        run: Run,
+        writes: Sequence[Path],
+        cancel: threading.Event | None = None,
+    ) -> None:
         self.phase = phase
         self.writes = tuple(writes)
+        self._cancel = cancel
+        """The caller's own cancel flag (a daemon that drains): it stops the child too."""
         self._gate = Gate()
         self._stop = threading.Event()
         self._future: Future[dict[str, Any]] = Future()
@@ -72,8 +80,13 @@ class Ahead:
         waiting = time.perf_counter()
         answer: dict[str, Any] = {}
         try:
-            answer = self._future.result()
-            return answer
+            while True:
+                try:
+                    answer = self._future.result(timeout=CANCEL_POLL_S)
+                    return answer
+                except TimeoutError:
+                    if self._cancel is not None and self._cancel.is_set():
+                        self._stop.set()  # the child ends, and Cancelled comes back
         finally:
             breakdown = recorder()
             if breakdown is not None:

@@ -39,7 +39,12 @@ def folders(tmp_path: Path) -> Iterator[SessionFolders]:
         yield made
 
 
-def _start(folders: SessionFolders, marks: Path, timeout_s: float = 60.0) -> Ahead:
+def _start(
+    folders: SessionFolders,
+    marks: Path,
+    timeout_s: float = 60.0,
+    cancel: threading.Event | None = None,
+) -> Ahead:
     isolation = Isolation.detect()
 
     def run(gate: Gate, stop: threading.Event) -> dict[str, Any]:
@@ -56,7 +61,7 @@ def _start(folders: SessionFolders, marks: Path, timeout_s: float = 60.0) -> Ahe
         )
         return {"outcome": outcome}
 
-    return Ahead("probe", run, [marks])
+    return Ahead("probe", run, [marks], cancel)
 
 
 def _imported(marks: Path) -> float:
@@ -66,6 +71,14 @@ def _imported(marks: Path) -> float:
         assert time.monotonic() < deadline, "the child started ahead never imported its phase"
         time.sleep(0.05)
     return time.monotonic()
+
+
+def _ran(marks: Path) -> None:
+    """Once the child's phase has begun (the mark it leaves)."""
+    deadline = time.monotonic() + STARTUP_S
+    while not (marks / "ran").exists():
+        assert time.monotonic() < deadline, "the child begun never ran its phase"
+        time.sleep(0.05)
 
 
 def _answer(started: Ahead) -> tuple[dict[str, Any], ChildOutcome]:
@@ -117,14 +130,31 @@ def test_ending_a_child_started_ahead_stops_it(folders: SessionFolders, begun: b
     _imported(marks)
     if begun:
         started.begin({"hang": True})
-        deadline = time.monotonic() + STARTUP_S
-        while not (marks / "ran").exists():
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        _ran(marks)
     started.end()  # returns once the child is gone
     with pytest.raises(Cancelled):
         started.result()
     assert (marks / "ran").exists() is begun
+
+
+def test_a_drain_stops_a_child_started_ahead_while_its_result_is_awaited(
+    folders: SessionFolders,
+) -> None:
+    """The session's cancel flag (a daemon that drains) reaches a begun child too, though it
+    runs in a thread of its own: whoever waits for its result gets Cancelled, not a wait for
+    the child's whole time limit."""
+    marks = folders.fresh("marks")
+    drain = threading.Event()
+    started = _start(folders, marks, timeout_s=600.0, cancel=drain)
+    try:
+        _imported(marks)
+        started.begin({"hang": True})
+        _ran(marks)
+        threading.Timer(0.5, drain.set).start()  # once the wait below has begun
+        with pytest.raises(Cancelled):
+            started.result()
+    finally:
+        started.end()
 
 
 class AheadNkisim(NkisimBackend):
