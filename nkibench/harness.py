@@ -383,7 +383,8 @@ class Session:
                 gate=gate,
             )
 
-        self.ahead[phase] = started = Ahead(phase, run, writes, self.cancel)
+        started = Ahead(phase, run, writes, self.cancel, recorder())
+        self.ahead[phase] = started
         return started
 
     def end(self) -> None:

@@ -19,16 +19,21 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from nkibench.breakdown import recorder
 from nkibench.sandbox.process import CANCEL_POLL_S, Gate
 from nkibench.sandbox.stopwatch import REQUEST_KEY
 
-__all__ = ["Ahead"]
+__all__ = ["Ahead", "WaitRecorder"]
 
 Run = Callable[[Gate, threading.Event], dict[str, Any]]
 """Runs the child to its end: it starts it with the gate, and stops it once the event is set."""
+
+
+class WaitRecorder(Protocol):
+    """Where the wait for a child started ahead is counted (nkibench.breakdown.Breakdown)."""
+
+    def add_waited(self, phase: str, waited_s: float, result: dict[str, Any]) -> None: ...
 
 
 class Ahead:
@@ -40,16 +45,21 @@ class Ahead:
         run: Run,
         writes: Sequence[Path],
         cancel: threading.Event | None = None,
+        recorder: WaitRecorder | None = None,
     ) -> None:
         self.phase = phase
         self.writes = tuple(writes)
         self._cancel = cancel
         """The caller's own cancel flag (a daemon that drains): it stops the child too."""
+        self._recorder = recorder
+        """Counts the wait for the result, and asks the child for its own account of its time
+        (`accelopt bench gpu --breakdown`)."""
         self._gate = Gate()
         self._stop = threading.Event()
         self._future: Future[dict[str, Any]] = Future()
         # a fresh context: the breakdown being recorded (a context variable) is the caller's,
         # which counts what it waits for this child (`result`), not the child's whole life
+        # (nkibench.harness.run_phase records none for a child started ahead either way)
         self._thread = threading.Thread(
             target=contextvars.Context().run,
             args=(self._main, run),
@@ -66,15 +76,15 @@ class Ahead:
 
     def begin(self, request: dict[str, Any]) -> None:
         """Hand the child the rest of its request: its work begins now."""
-        if recorder() is not None:  # its own account of its time, for the breakdown
+        if self._recorder is not None:  # its own account of its time, for the breakdown
             request = {**request, REQUEST_KEY: True}
         self._gate.open(request)
 
     def result(self) -> dict[str, Any]:
         """The child's result once it has ended (raises what running it raised: Cancelled for
         one ended before it was begun). The wait, the
-        part of its life that the evaluation did not spend on other children, is what an
-        `accelopt bench gpu --breakdown` counts for it."""
+        part of its life that the evaluation did not spend on other children, is what the
+        recorder counts for it."""
         if not self._gate.opened and not self._future.done():  # it would wait forever
             raise RuntimeError(f"the {self.phase} child started ahead was never begun")
         waiting = time.perf_counter()
@@ -88,9 +98,8 @@ class Ahead:
                     if self._cancel is not None and self._cancel.is_set():
                         self._stop.set()  # the child ends, and Cancelled comes back
         finally:
-            breakdown = recorder()
-            if breakdown is not None:
-                breakdown.add_waited(self.phase, time.perf_counter() - waiting, answer)
+            if self._recorder is not None:
+                self._recorder.add_waited(self.phase, time.perf_counter() - waiting, answer)
 
     def end(self) -> None:
         """Stop the child, begun or not, and return once it is gone."""

@@ -17,6 +17,7 @@ import pytest
 
 from nkibench.backend import Phase, Session
 from nkibench.backends.nkisim.backend import NkisimBackend
+from nkibench.breakdown import recording
 from nkibench.harness import CHILD, profile_kernel
 from nkibench.sandbox.ahead import Ahead
 from nkibench.sandbox.folders import SessionFolders
@@ -189,10 +190,17 @@ def silu() -> TaskSpec:
 
 def test_a_session_waits_for_what_it_began_and_ends_what_it_did_not(silu: TaskSpec) -> None:
     backend = AheadNkisim()
-    result = profile_kernel(silu, backend=backend, shapes="small")
+    with recording() as breakdown:
+        result = profile_kernel(silu, backend=backend, shapes="small")
     assert result.correct, result.message
     (answer,) = backend.answers
     assert answer["x"] == result.seeds[0]  # begun with the session's request, waited for
+    # the breakdown counts the wait for it, with its own account (its imports) beside it
+    (probe,) = [c for c in breakdown.children if c.phase == "probe"]
+    assert probe.waited
+    assert probe.spans is not None
+    assert "imports" in probe.spans
+    assert sum(breakdown.columns().values()) == pytest.approx(breakdown.wall_s)
 
     # a kernel that fails in its child: the probe is never begun, and the session's end
     # stops it

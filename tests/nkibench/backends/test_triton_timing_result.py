@@ -39,7 +39,7 @@ def _measured(**changes: Any) -> dict[str, Any]:
 
 
 def test_a_profile_on_a_gpu_asks_the_kernels_child_to_time_it_and_a_check_does_not() -> None:
-    session = SimpleNamespace()
+    session = SimpleNamespace(ahead={})  # no counters child started ahead
     gpu = _backend("NVIDIA H200")
     assert gpu.kernel_request(session, profile=False) == {}
     asked = gpu.kernel_request(session, profile=True)
