@@ -73,16 +73,7 @@ class Breakdown:
     def add(self, phase: str, life_s: float, result: dict[str, Any]) -> None:
         """Record a child's life and take its report out of `result` (dropped with a note
         when malformed: a child that ran a kernel may have written anything there)."""
-        raw = result.pop(RESULT_KEY, None)
-        spans: dict[str, float] | None = None
-        total: float | None = None
-        if raw is None:
-            self._note(f"{phase}: no timings reported")
-        else:
-            try:
-                spans, total = check_timings(raw, life_s)
-            except MalformedResult as e:
-                self._note(f"{phase}: timings dropped ({e})")
+        spans, total = self._account(phase, result, life_s, missing=True)
         self.children.append(ChildTime(phase, life_s, spans, total))
 
     def add_waited(self, phase: str, waited_s: float, result: dict[str, Any]) -> None:
@@ -90,15 +81,24 @@ class Breakdown:
         waited for it, not its life, which overlapped other children's. Its own account
         (its imports before it was begun included) is kept beside it, unchecked against a
         life the parent did not measure."""
-        raw = result.pop(RESULT_KEY, None)
-        spans: dict[str, float] | None = None
-        total: float | None = None
-        if raw is not None:
-            try:
-                spans, total = check_timings(raw, math.inf)
-            except MalformedResult as e:
-                self._note(f"{phase}: timings dropped ({e})")
+        spans, total = self._account(phase, result, math.inf, missing=False)
         self.children.append(ChildTime(phase, waited_s, spans, total, waited=True))
+
+    def _account(
+        self, phase: str, result: dict[str, Any], life_s: float, *, missing: bool
+    ) -> tuple[dict[str, float] | None, float | None]:
+        """The child's own account, taken out of `result` and checked against `life_s`; None
+        where it gave none (a note when `missing` is one) or a malformed one (a note)."""
+        raw = result.pop(RESULT_KEY, None)
+        if raw is None:
+            if missing:
+                self._note(f"{phase}: no timings reported")
+            return None, None
+        try:
+            return check_timings(raw, life_s)
+        except MalformedResult as e:
+            self._note(f"{phase}: timings dropped ({e})")
+            return None, None
 
     def _note(self, note: str) -> None:
         if len(self.notes) < MAX_NOTES:

@@ -30,7 +30,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from nkibench.backend import Backend, Check, Inputs, Phase, PhaseOwner
 from nkibench.breakdown import recorder
@@ -279,6 +279,15 @@ def _limit_reached(outcome: ChildOutcome, limits: Limits) -> str:
     return f"{limits.timeout_s:g} s limit making no progress (no instruction executed)"
 
 
+class Placement(TypedDict):
+    """run_phase's arguments that say what a child sees beyond the folders it writes."""
+
+    isolation: Isolation
+    reads: list[Path]
+    mounts: Mounts
+    environment: dict[str, str] | None
+
+
 @dataclass
 class Session:
     """One evaluation's children, each in folders made fresh for it under one private root
@@ -364,7 +373,7 @@ class Session:
         imports, then waits for its request (Ahead.begin). It is `ahead[phase]` until the
         session ends, which ends it."""
         declared = self.backend.phases[phase]
-        backend_side = declared.backend_environment
+        placement = self._placement(declared, reads, mounts)
 
         def run(gate: Gate, stop: threading.Event) -> dict[str, Any]:
             return run_phase(
@@ -373,14 +382,11 @@ class Session:
                 {},
                 self.folders,
                 self.limits,
-                isolation=self.backend.isolation,
                 writes=writes,
-                reads=[self.task_dir, *reads],
-                mounts=(self.backend.mounts() if backend_side else NO_MOUNTS) + mounts,
-                environment=self.backend.environment() if backend_side else None,
                 cancel=stop,
                 launcher=launcher,
                 gate=gate,
+                **placement,
             )
 
         started = Ahead(phase, run, writes, self.cancel, recorder())
@@ -405,7 +411,6 @@ class Session:
         """`phase`'s child, reading the task and `reads`, writing `writes`; `mounts` beyond
         the backend's, and `launcher` (a profiler) starting it (nkibench.sandbox.process)."""
         declared = self.backend.phases[phase]
-        backend_side = declared.backend_environment
         limits = self.limits
         if phase == "kernel":
             limits = kernel_limits(
@@ -424,15 +429,24 @@ class Session:
             request,
             self.folders,
             limits,
-            isolation=self.backend.isolation,
             writes=writes,
-            reads=[self.task_dir, *reads],
-            mounts=(self.backend.mounts() if backend_side else NO_MOUNTS) + mounts,
-            environment=self.backend.environment() if backend_side else None,
             cancel=self.cancel,
             warm=self.backend.warm,  # a comparison too: the zygote has numpy loaded
             launcher=launcher,
+            **self._placement(declared, reads, mounts),
         )
+
+    def _placement(self, declared: Phase, reads: Sequence[Path], mounts: Mounts) -> Placement:
+        """What a child of `declared` sees beyond the folders it writes: the sandbox, the
+        task's copy and `reads`, `mounts` and, for the backend's own phases, its mounts and
+        environment."""
+        backend_side = declared.backend_environment
+        return {
+            "isolation": self.backend.isolation,
+            "reads": [self.task_dir, *reads],
+            "mounts": (self.backend.mounts() if backend_side else NO_MOUNTS) + mounts,
+            "environment": self.backend.environment() if backend_side else None,
+        }
 
     def run_reference(
         self, seeds: Sequence[int], *, count_work: bool = False, data: Path | None = None
@@ -698,10 +712,10 @@ READING_ERRORS = (KeyError, TypeError, ValueError, IndexError)
 
 def _judge(session: Session, profile: bool) -> None:
     """The flow every backend shares: the backend's start (Backend.begin), reference, kernel,
-    comparison, the backend's trusted
-    check of what the kernel handed back, and, when profiling, the latency (refused unless
-    positive and finite) against the roofline. A result that a backend reads and finds
-    malformed is the failure of the child that wrote it."""
+    comparison, the backend's trusted check of what the kernel handed back, and, when
+    profiling, the latency (refused unless positive and finite) against the roofline. A
+    result that a backend reads and finds malformed is the failure of the child that wrote
+    it."""
     task, backend, result = session.task, session.backend, session.result
     try:
         backend.begin(session, profile)

@@ -82,9 +82,8 @@ class Ahead:
 
     def result(self) -> dict[str, Any]:
         """The child's result once it has ended (raises what running it raised: Cancelled for
-        one ended before it was begun). The wait, the
-        part of its life that the evaluation did not spend on other children, is what the
-        recorder counts for it."""
+        one ended before it was begun). The wait, the part of its life that the evaluation did
+        not spend on other children, is what the recorder counts for it."""
         if not self._gate.opened and not self._future.done():  # it would wait forever
             raise RuntimeError(f"the {self.phase} child started ahead was never begun")
         waiting = time.perf_counter()

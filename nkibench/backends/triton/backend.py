@@ -25,7 +25,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypedDict
 
 from nkibench.backend import (
     COMPARE_PHASE,
@@ -298,6 +298,13 @@ def probe_host(device: str | None = "0", *, isolation: Isolation | None = None) 
     return TritonHost(answer["gpu"], answer["fingerprint"])
 
 
+class UnderNcu(TypedDict):
+    """How the counters' child runs (TritonBackend._ncu)."""
+
+    mounts: Mounts
+    launcher: list[str]
+
+
 class TritonBackend:
     name = "triton"
     dialects = frozenset({"triton"})
@@ -396,11 +403,7 @@ class TritonBackend:
         cache = session.folder("compile_cache")
         session.kernel_writes.append(cache)
         session.start_ahead(
-            "counters",
-            writes=[report, cache],
-            reads=[session.data_dir()],
-            mounts=Mounts(read_only=(self.nsight.folder,)),
-            launcher=self.nsight.command(report / nsight.CSV_NAME),
+            "counters", writes=[report, cache], reads=[session.data_dir()], **self._ncu(report)
         )
 
     def kernel_request(self, session: Session, profile: bool) -> dict[str, Any]:
@@ -531,8 +534,7 @@ class TritonBackend:
                     session.kernel_request(session.inputs),
                     writes=[report],
                     reads=[session.inputs.data_dir],
-                    mounts=Mounts(read_only=(self.nsight.folder,)),
-                    launcher=self.nsight.command(report / nsight.CSV_NAME),
+                    **self._ncu(report),
                 )
             if not answer.get("ok"):
                 raise CountersUnreadable(f"the counted run failed: {answer.get('message')}")
@@ -549,6 +551,15 @@ class TritonBackend:
             session.release(report)
         result.gpu_kernels = kernels
         result.counters |= summarise(kernels)
+
+    def _ncu(self, report: Path) -> UnderNcu:
+        """How the counters' child runs: Nsight Compute's folder bound in, ncu starting it and
+        writing its CSV into `report`."""
+        assert self.nsight is not None
+        return {
+            "mounts": Mounts(read_only=(self.nsight.folder,)),
+            "launcher": self.nsight.command(report / nsight.CSV_NAME),
+        }
 
     def _reverify_above(self, session: Session) -> float:
         """The speed-up over the baseline above which a kernel is re-verified."""
